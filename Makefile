@@ -1,0 +1,93 @@
+# tunekit: auto-tuning of tensor programs.
+#
+#   make            build ./tunekit
+#   make deps       install the Debian packages tunekit needs (as root)
+#   make test       unit tests (tests/unit) and command-line tests (tests/t*.sh)
+#   make demo       measure a small GEMM and a ResNet-18 convolution
+#   make bench      benchmarks (not in CI)
+#   make install    install to $(DESTDIR)$(PREFIX)
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BUILD ?= build
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -MMD -MP
+CPPFLAGS += -Ilib
+
+PKGS = sqlite3 zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz)
+LDLIBS += $(PKG_LIBS) -ldl -lm
+CPPFLAGS += $(PKG_CFLAGS)
+
+DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev mandoc sqlite3
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)
+CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
+
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+CMD_SRC := $(sort $(wildcard cmd/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+CMDS := $(patsubst cmd/%.c,%,$(filter-out cmd/main.c cmd/opts.c,$(CMD_SRC)))
+
+all: tunekit
+
+tunekit: $(CMD_OBJ) $(BUILD)/libtunekit.a
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libtunekit.a $(LDLIBS)
+
+$(BUILD)/libtunekit.a: $(LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $(LIB_OBJ)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The schema is compiled into the binary as a C string.
+$(BUILD)/gen/schema_sql.c: schemas/store.sql
+	@mkdir -p $(dir $@)
+	{ echo 'const char tk_schema_sql[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@
+
+$(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+
+deps:
+	apt-get update -qq
+	apt-get install -y --no-install-recommends $(DEBIAN_PACKAGES)
+
+test: tunekit $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@for m in man/*.1; do mandoc -Tlint -W warning $$m || exit 1; done
+	@cd tests && ./run-all.sh
+
+demo: tunekit
+	./tests/demo.sh
+
+install: tunekit
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 tunekit $(DESTDIR)$(BINDIR)/tunekit
+	for c in $(CMDS); do ln -sf tunekit $(DESTDIR)$(BINDIR)/tunekit-$$(echo $$c | tr _ -); done
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tunekit $(DESTDIR)$(BINDIR)/tunekit-*
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
+
+clean:
+	rm -rf $(BUILD) tunekit
+
+.PHONY: all deps test demo install uninstall clean
+
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -1,0 +1,1 @@
+build/gen/schema_sql.o: build/gen/schema_sql.c

@@ -1,0 +1,33 @@
+/*
+ * meas: names of measurement outcome codes (see meas.h).
+ */
+#include "meas.h"
+
+#include <string.h>
+#include <strings.h>
+
+static const char *const names[MEAS_NERROR] = {
+	"none", "invalid config", "compile error", "compile timeout",
+	"runtime crash", "run timeout", "wrong answer", "unknown",
+};
+
+/* AutoTVM's MeasureErrorNo names, in code order. */
+static const char *const tvm_names[MEAS_NERROR] = {
+	"NO_ERROR", "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE",
+	"RUNTIME_DEVICE", "BUILD_TIMEOUT", "WRONG_ANSWER", "UNKNOWN_ERROR",
+};
+
+const char *meas_error_name(int code)
+{
+	if (code < 0 || code >= MEAS_NERROR)
+		return "?";
+	return names[code];
+}
+
+int meas_error_parse(const char *name)
+{
+	for (int i = 0; i < MEAS_NERROR; i++)
+		if (!strcasecmp(name, names[i]) || !strcasecmp(name, tvm_names[i]))
+			return i;
+	return -1;
+}

@@ -1,0 +1,72 @@
+/*
+ * run: execute one compiled kernel in a child process, check its output
+ * against the reference and time it.
+ *
+ * Kernel ABI (what lib/codegen emits and what hand-written test kernels
+ * provide):
+ *
+ *     const int tk_abi = 1;
+ *     const unsigned long tk_workspace_floats = W;   // scratch floats needed
+ *     void tk_kernel(float *const *bufs, float *ws); // bufs[0] output,
+ *                                                    // bufs[1..] inputs
+ *
+ * The child is forked per kernel, pinned to one CPU when the target has one
+ * thread, limited in time (SIGKILL after timeout_s) and core dumps, fills the
+ * output with NaN, calls the kernel once, compares, then times it:
+ * `warmup` untimed calls, then `repeat` repeats of `number` calls each
+ * (number chosen so a repeat lasts at least min_repeat_ms when number is 0),
+ * optionally flushing the caches between repeats. A crash, a hang, a missing
+ * symbol or a wrong answer is reported in the result, not as an error of the
+ * call. Only one kernel runs at a time.
+ */
+#ifndef TK_RUN_H
+#define TK_RUN_H
+
+#include <stddef.h>
+
+#include "meas.h"
+#include "target.h"
+
+#define RUN_MAXREPEAT 64
+
+typedef struct run_opts {
+	int number;           /* calls per repeat; 0 = from min_repeat_ms */
+	int repeat;           /* 1..RUN_MAXREPEAT */
+	double min_repeat_ms; /* used when number == 0 */
+	int warmup;           /* untimed calls after the checked call */
+	int flush_cache;      /* write a buffer larger than the LLC between repeats */
+	double timeout_s;     /* wall time limit of the whole child */
+} run_opts;
+
+/* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 1, no flush,
+ * timeout 10 s. */
+void run_opts_default(run_opts *o);
+
+/* What one task's kernels read and must produce; built once per task by the
+ * caller and shared (read-only) by every run. */
+typedef struct run_io {
+	int nin;                     /* number of inputs */
+	const float *const *in;      /* nin input arrays */
+	const size_t *in_n;          /* their element counts */
+	size_t out_n;                /* output element count */
+	const double *ref;           /* out_n expected values */
+	const double *refabs;        /* out_n sums of |terms|, the error scale */
+	double rtol;                 /* pass iff |out-ref| <= rtol*refabs + atol */
+	double atol;
+} run_io;
+
+typedef struct run_result {
+	int error;                   /* MEAS_OK or MEAS_* failure */
+	char msg[256];               /* reason when error != MEAS_OK */
+	int number, nrepeat;
+	double times[RUN_MAXREPEAT]; /* seconds per call, one per repeat */
+	double mean, std, median;    /* over times[] */
+	double max_err;              /* worst |out-ref|/(rtol*refabs+atol) seen */
+} run_result;
+
+/* Run the kernel in so_path. Returns TK_OK when *r holds an outcome (valid or
+ * not), TK_EIO when no child could be started, TK_EINTR if interrupted. */
+int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
+               const run_opts *o, run_result *r);
+
+#endif
