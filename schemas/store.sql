@@ -57,9 +57,10 @@ CREATE TABLE measurement (
   run_id    INTEGER REFERENCES run(id),
   trial     INTEGER,                -- 0-based order within its run
   valid     INTEGER NOT NULL,       -- 1 if checked correct and timed
-  error     INTEGER NOT NULL,       -- 0 none, 1 invalid config, 2 compile error, 3 compile
-                                    -- timeout, 4 runtime crash, 5 run timeout, 6 wrong answer,
-                                    -- 7 unknown
+  error     INTEGER NOT NULL,       -- AutoTVM MeasureErrorNo: 0 none, 1 invalid config,
+                                    -- 2 compile error, 3 device compile error, 4 runtime
+                                    -- crash, 5 wrong answer, 6 compile timeout, 7 run
+                                    -- timeout, 8 unknown
   message   TEXT,                   -- reason when invalid
   mean      REAL,                   -- seconds per call, mean over repeats
   std       REAL,                   -- standard deviation over repeats

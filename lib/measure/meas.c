@@ -7,14 +7,16 @@
 #include <strings.h>
 
 static const char *const names[MEAS_NERROR] = {
-	"none", "invalid config", "compile error", "compile timeout",
-	"runtime crash", "run timeout", "wrong answer", "unknown",
+	"none", "invalid config", "compile error", "device compile error",
+	"runtime crash", "wrong answer", "compile timeout", "run timeout",
+	"unknown",
 };
 
 /* AutoTVM's MeasureErrorNo names, in code order. */
 static const char *const tvm_names[MEAS_NERROR] = {
 	"NO_ERROR", "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE",
-	"RUNTIME_DEVICE", "BUILD_TIMEOUT", "WRONG_ANSWER", "UNKNOWN_ERROR",
+	"RUNTIME_DEVICE", "WRONG_ANSWER", "BUILD_TIMEOUT", "RUN_TIMEOUT",
+	"UNKNOWN_ERROR",
 };
 
 const char *meas_error_name(int code)
