@@ -1,1 +1,0 @@
-build/gen/schema_sql.o: build/gen/schema_sql.c
