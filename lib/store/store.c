@@ -1,0 +1,960 @@
+/*
+ * store: the SQLite record store every tunekit subcommand shares. This file
+ * opens a store (creating the schema in an empty file, migrating an older one
+ * forward, refusing files that are not tunekit stores), wraps the
+ * get-or-create inserts for hardware, tasks and configurations, records runs
+ * and measurements (repeat times as a zlib-compressed float64 BLOB), and
+ * answers the queries the commands need: one record, a run's records, the
+ * best record per (task, hardware) and a summary of every run. The hot
+ * statements are prepared once per connection and cached in struct
+ * tk_store; query functions that call back into the caller prepare their own
+ * statement so that a callback may use the store again. The contracts are in
+ * store.h.
+ */
+#include "store.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include "../util/util.h"
+
+extern const char tk_schema_sql[]; /* schemas/store.sql, see the Makefile */
+
+/*
+ * Migrations, indexed by the version they start from: migrations[v] takes a
+ * store from version v to v + 1 and runs in the same transaction that sets
+ * user_version. An empty file (version 0) does not walk the chain: it gets
+ * the current schema, tk_schema_sql, in one step, so entry 0 is never run and
+ * schemas/store.sql must always equal version 1 plus every later migration.
+ * Version 2 adds entry [1].
+ */
+static const char *const migrations[] = {
+	NULL, /* 0 -> STORE_VERSION: tk_schema_sql */
+};
+_Static_assert(ArraySize(migrations) == STORE_VERSION,
+               "one migration per version step");
+
+/* Statements prepared once per connection (SQLITE_PREPARE_PERSISTENT). */
+enum {
+	ST_HW_INSERT,
+	ST_HW_SELECT,
+	ST_TASK_INSERT,
+	ST_TASK_SELECT,
+	ST_CONFIG_INSERT,
+	ST_CONFIG_SELECT,
+	ST_RUN_INSERT,
+	ST_RUN_END,
+	ST_MEAS_INSERT,
+	ST_MEAS_TIMES,
+	ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_HW_INSERT] =
+		"INSERT INTO hardware(key, kind, cpu, isa, cc, threads, spec)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+		" ON CONFLICT(key) DO NOTHING RETURNING id",
+	[ST_HW_SELECT] = "SELECT id FROM hardware WHERE key = ?1",
+	[ST_TASK_INSERT] =
+		"INSERT INTO task(key, op, flops) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT(key) DO NOTHING RETURNING id",
+	[ST_TASK_SELECT] = "SELECT id FROM task WHERE key = ?1",
+	[ST_CONFIG_INSERT] =
+		"INSERT INTO config(task_id, idx, text, sched) VALUES (?1, ?2, ?3, ?4)"
+		" ON CONFLICT(task_id, text) DO NOTHING RETURNING id",
+	[ST_CONFIG_SELECT] = "SELECT id FROM config WHERE task_id = ?1 AND text = ?2",
+	[ST_RUN_INSERT] =
+		"INSERT INTO run(argv, method, seed, hardware_id, replay, started)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_RUN_END] = "UPDATE run SET ended = ?2 WHERE id = ?1",
+	[ST_MEAS_INSERT] =
+		"INSERT INTO measurement(config_id, hardware_id, run_id, trial, valid,"
+		" error, message, mean, std, median, number, nrepeat, times, compile_s, at)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+	[ST_MEAS_TIMES] = "SELECT times, nrepeat FROM measurement WHERE id = ?1",
+};
+
+struct tk_store {
+	sqlite3 *db;
+	char *zPath;                    /* as given to store_open, for messages */
+	sqlite3_stmt *aStmt[ST_COUNT];  /* prepared on first use */
+};
+
+/* ---- errors --------------------------------------------------------- */
+
+/* Map an SQLite result code to a tunekit one and set the message from the
+ * connection's last error. Call before resetting the failed statement. */
+static int store_err(tk_store *s, int rc)
+{
+	const char *zMsg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+	switch (rc & 0xff) {
+	case SQLITE_NOTADB:
+		return tk_seterr(TK_ECORRUPT,
+		                 "%s: not a tunekit record store (not an SQLite database)",
+		                 s->zPath);
+	case SQLITE_CORRUPT:
+		return tk_seterr(TK_ECORRUPT, "%s: record store is damaged (%s)",
+		                 s->zPath, zMsg);
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return tk_seterr(TK_ESTORE, "%s: database is locked", s->zPath);
+	case SQLITE_CANTOPEN: {
+		int e = s->db ? sqlite3_system_errno(s->db) : 0;
+		return tk_seterr(TK_ESTORE, "%s: cannot open record store: %s", s->zPath,
+		                 e ? strerror(e) : zMsg);
+	}
+	}
+	return tk_seterr(TK_ESTORE, "%s: %s", s->zPath, zMsg);
+}
+
+/* ---- statements ----------------------------------------------------- */
+
+/* The cached statement i, reset and ready to bind. */
+static int stmt_get(tk_store *s, int i, sqlite3_stmt **out)
+{
+	assert(i >= 0 && i < ST_COUNT);
+	if (!s->aStmt[i]) {
+		int rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1,
+		                            SQLITE_PREPARE_PERSISTENT, &s->aStmt[i], NULL);
+		if (rc != SQLITE_OK)
+			return store_err(s, rc);
+	}
+	*out = s->aStmt[i];
+	return TK_OK;
+}
+
+/* A one-shot statement for queries whose callbacks may re-enter the store. */
+static int stmt_prepare(tk_store *s, const char *zSql, sqlite3_stmt **out)
+{
+	int rc = sqlite3_prepare_v2(s->db, zSql, -1, out, NULL);
+	return rc == SQLITE_OK ? TK_OK : store_err(s, rc);
+}
+
+/* Make a cached statement ready for its next use, dropping the bindings,
+ * which point at the caller's memory (see bind_text). */
+static void stmt_done(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+/* Step a statement that returns no rows (or whose rows are ignored) to the
+ * end and reset it. */
+static int stmt_run(tk_store *s, sqlite3_stmt *st)
+{
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	stmt_done(st);
+	return rc;
+}
+
+/* Step st once. On a row, *id receives column 0 and *found is 1; on no row
+ * *found is 0. The statement is reset either way. */
+static int stmt_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found)
+{
+	int rc = sqlite3_step(st);
+	*found = 0;
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		*found = 1;
+		rc = TK_OK;
+	} else {
+		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	}
+	stmt_done(st);
+	return rc;
+}
+
+/* Run SQL text with no results (pragmas, schema, transaction control). */
+static int store_exec(tk_store *s, const char *zSql)
+{
+	int rc = sqlite3_exec(s->db, zSql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? TK_OK : store_err(s, rc);
+}
+
+/* Run a query returning one integer (a pragma, a count). */
+static int store_int(tk_store *s, const char *zSql, int64_t *out)
+{
+	sqlite3_stmt *st;
+	int found, rc = stmt_prepare(s, zSql, &st);
+	if (rc)
+		return rc;
+	*out = 0;
+	rc = stmt_id(s, st, out, &found);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Bind text or NULL. Values are bound SQLITE_STATIC: every statement is
+ * stepped and its bindings cleared before the function that bound them
+ * returns, so SQLite need not copy them, and binding cannot fail (only a bad
+ * index or a value over SQLITE_MAX_LENGTH could make it). */
+static void bind_text(sqlite3_stmt *st, int i, const char *z)
+{
+	if (z)
+		sqlite3_bind_text(st, i, z, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* Bind an id, with 0 meaning NULL. */
+static void bind_id(sqlite3_stmt *st, int i, int64_t id)
+{
+	if (id)
+		sqlite3_bind_int64(st, i, id);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* ---- schema --------------------------------------------------------- */
+
+/* Copy into name (size n) the table created by the next "CREATE TABLE" in the
+ * schema text after *pz, advancing *pz. Returns 0 when there is none. */
+static int schema_next_table(const char **pz, char *name, size_t n)
+{
+	const char *p = strstr(*pz, "CREATE TABLE ");
+	size_t len = 0;
+	if (!p)
+		return 0;
+	p += strlen("CREATE TABLE ");
+	while (p[len] == '_' || (p[len] >= 'a' && p[len] <= 'z') ||
+	       (p[len] >= 'A' && p[len] <= 'Z') || (p[len] >= '0' && p[len] <= '9'))
+		len++;
+	assert(len > 0 && len < n);
+	memcpy(name, p, len);
+	name[len] = 0;
+	*pz = p + len;
+	return 1;
+}
+
+static int schema_has_table(const char *zName)
+{
+	const char *z = tk_schema_sql;
+	char name[64];
+	while (schema_next_table(&z, name, sizeof name))
+		if (!strcmp(name, zName))
+			return 1;
+	return 0;
+}
+
+/* Check that the tables are exactly those of the schema (SQLite's own
+ * sqlite_* tables aside). With bEmptyOk, no tables at all is accepted and
+ * *nTable tells the caller. */
+static int schema_check(tk_store *s, int bEmptyOk, int *nTable)
+{
+	sqlite3_stmt *st;
+	const char *z = tk_schema_sql;
+	char name[64];
+	int nFound = 0, nWant = 0, rc;
+
+	rc = stmt_prepare(s, "SELECT name FROM sqlite_schema WHERE type = 'table'"
+	                     " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+	                  &st);
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *zName = (const char *)sqlite3_column_text(st, 0);
+		if (!schema_has_table(zName)) {
+			rc = tk_seterr(TK_ECORRUPT,
+			               "%s: not a tunekit record store (unexpected table '%s')",
+			               s->zPath, zName);
+			sqlite3_finalize(st);
+			return rc;
+		}
+		nFound++;
+	}
+	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	sqlite3_finalize(st);
+	if (rc)
+		return rc;
+	*nTable = nFound;
+	if (nFound == 0 && bEmptyOk)
+		return TK_OK;
+
+	/* Every table found is in the schema; any missing? */
+	while (schema_next_table(&z, name, sizeof name))
+		nWant++;
+	if (nFound == nWant)
+		return TK_OK;
+	z = tk_schema_sql;
+	while (schema_next_table(&z, name, sizeof name)) {
+		int64_t n;
+		char *zSql = sqlite3_mprintf("SELECT count(*) FROM sqlite_schema"
+		                             " WHERE type = 'table' AND name = %Q", name);
+		if (!zSql)
+			return tk_seterr(TK_ENOMEM, "%s: out of memory", s->zPath);
+		rc = store_int(s, zSql, &n);
+		sqlite3_free(zSql);
+		if (rc)
+			return rc;
+		if (n == 0)
+			return tk_seterr(TK_ECORRUPT,
+			                 "%s: record store is damaged (table '%s' is missing)",
+			                 s->zPath, name);
+	}
+	return TK_OK;
+}
+
+/* TK_ECORRUPT unless v is a version this build can open or migrate. */
+static int version_check(tk_store *s, int64_t v)
+{
+	if (v > STORE_VERSION)
+		return tk_seterr(TK_ECORRUPT,
+		                 "%s: store schema version %lld is newer than this tunekit (%d)",
+		                 s->zPath, (long long)v, STORE_VERSION);
+	if (v < 0)
+		return tk_seterr(TK_ECORRUPT,
+		                 "%s: not a tunekit record store (schema version %lld)",
+		                 s->zPath, (long long)v);
+	return TK_OK;
+}
+
+/* With user_version 0 the file must hold no tables at all. */
+static int empty_check(tk_store *s)
+{
+	int nTable, rc = schema_check(s, 1, &nTable);
+	if (rc == TK_OK && nTable > 0) /* only our tables, but no version */
+		rc = tk_seterr(TK_ECORRUPT,
+		               "%s: not a tunekit record store (no schema version)",
+		               s->zPath);
+	return rc;
+}
+
+/* Bring the store to STORE_VERSION. Called inside BEGIN IMMEDIATE, so the
+ * version read here cannot change under us and two processes opening the
+ * same new file do not both create the schema. */
+static int schema_migrate(tk_store *s)
+{
+	int64_t v;
+	int rc = store_int(s, "PRAGMA user_version", &v);
+	if (rc || (rc = version_check(s, v)))
+		return rc;
+	if (v == STORE_VERSION)
+		return TK_OK; /* another process migrated it first */
+	if (v == 0) {
+		if ((rc = empty_check(s)))
+			return rc;
+		rc = store_exec(s, tk_schema_sql);
+	} else {
+		for (; v < STORE_VERSION && !rc; v++) {
+			assert(migrations[v]);
+			rc = store_exec(s, migrations[v]);
+		}
+	}
+	if (rc)
+		return rc;
+	char zSql[64];
+	snprintf(zSql, sizeof zSql, "PRAGMA user_version = %d", STORE_VERSION);
+	return store_exec(s, zSql);
+}
+
+/* Check the version and the tables, then switch to WAL and migrate if
+ * needed and allowed. Nothing is written to a file until it has shown to be
+ * a tunekit store (or empty), so refusing a file leaves it as it was. */
+static int store_setup(tk_store *s, int flags)
+{
+	int64_t v;
+	int nTable, rc = store_int(s, "PRAGMA user_version", &v);
+	if (rc || (rc = version_check(s, v)))
+		return rc;
+	if (v == 0)
+		rc = empty_check(s);
+	else if (v == STORE_VERSION)
+		rc = schema_check(s, 0, &nTable);
+	/* else an older tunekit store: its tables are checked after migrating */
+	if (rc)
+		return rc;
+
+	if (flags & STORE_READONLY) {
+		if (v == 0)
+			return tk_seterr(TK_ECORRUPT,
+			                 "%s: not a tunekit record store (empty database)",
+			                 s->zPath);
+		if (v < STORE_VERSION)
+			return tk_seterr(TK_ESTORE,
+			                 "%s: store schema version %lld is older than this"
+			                 " tunekit (%d); open it once for writing to upgrade it",
+			                 s->zPath, (long long)v, STORE_VERSION);
+		return TK_OK;
+	}
+
+	rc = store_exec(s, "PRAGMA journal_mode = WAL");
+	if (rc || v == STORE_VERSION)
+		return rc;
+	rc = store_exec(s, "BEGIN IMMEDIATE");
+	if (rc)
+		return rc;
+	rc = schema_migrate(s);
+	if (rc == TK_OK)
+		rc = store_exec(s, "COMMIT");
+	if (rc) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	return schema_check(s, 0, &nTable);
+}
+
+/* ---- open and close ------------------------------------------------- */
+
+int store_open(const char *path, int flags, tk_store **out)
+{
+	tk_store *s;
+	int rc, oflags;
+
+	assert(path && out);
+	assert((flags & ~STORE_READONLY) == 0);
+	*out = NULL;
+	s = calloc(1, sizeof *s);
+	if (!s || !(s->zPath = strdup(path))) {
+		free(s);
+		return tk_seterr(TK_ENOMEM, "%s: out of memory", path);
+	}
+	oflags = (flags & STORE_READONLY) ? SQLITE_OPEN_READONLY
+	                                  : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	rc = sqlite3_open_v2(path, &s->db, oflags, NULL);
+	if (rc != SQLITE_OK) {
+		rc = store_err(s, rc);
+		goto fail;
+	}
+	/* Settings of this connection only; journal_mode, which changes the
+	 * file, waits in store_setup() until the file is known to be ours. */
+	rc = store_exec(s, "PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;"
+	                   " PRAGMA synchronous = NORMAL");
+	if (!rc)
+		rc = store_setup(s, flags);
+	if (rc)
+		goto fail;
+	*out = s;
+	return TK_OK;
+
+fail:
+	store_close(s);
+	return rc;
+}
+
+void store_close(tk_store *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(s->aStmt[i]);
+	sqlite3_close_v2(s->db);
+	free(s->zPath);
+	free(s);
+}
+
+sqlite3 *store_db(tk_store *s)
+{
+	assert(s);
+	return s->db;
+}
+
+/* ---- transactions --------------------------------------------------- */
+
+int store_begin(tk_store *s)
+{
+	return store_exec(s, "BEGIN IMMEDIATE");
+}
+
+int store_commit(tk_store *s)
+{
+	return store_exec(s, "COMMIT");
+}
+
+int store_rollback(tk_store *s)
+{
+	/* SQLite may already have rolled back (after SQLITE_FULL, say). */
+	if (sqlite3_get_autocommit(s->db))
+		return TK_OK;
+	return store_exec(s, "ROLLBACK");
+}
+
+/* ---- get-or-create -------------------------------------------------- */
+
+/* Insert with ON CONFLICT DO NOTHING RETURNING id; when the row already
+ * existed, look it up with sel (bound by the caller the same way). */
+static int get_or_create(tk_store *s, sqlite3_stmt *ins, sqlite3_stmt *sel,
+                         int64_t *id)
+{
+	int found, rc = stmt_id(s, ins, id, &found);
+	if (rc || found)
+		return rc;
+	rc = stmt_id(s, sel, id, &found);
+	if (!rc && !found) /* deleted in between: only by hand */
+		rc = tk_seterr(TK_ESTORE, "%s: row vanished during insert", s->zPath);
+	return rc;
+}
+
+int store_hardware_get(tk_store *s, const store_hw *hw, int64_t *id)
+{
+	sqlite3_stmt *ins = NULL, *sel = NULL;
+	int rc;
+
+	assert(s && hw && hw->key && hw->kind && id);
+	if ((rc = stmt_get(s, ST_HW_INSERT, &ins)) || (rc = stmt_get(s, ST_HW_SELECT, &sel)))
+		return rc;
+	bind_text(ins, 1, hw->key);
+	bind_text(ins, 2, hw->kind);
+	bind_text(ins, 3, hw->cpu);
+	bind_text(ins, 4, hw->isa);
+	bind_text(ins, 5, hw->cc);
+	if (hw->threads > 0)
+		sqlite3_bind_int(ins, 6, hw->threads);
+	else
+		sqlite3_bind_null(ins, 6);
+	bind_text(ins, 7, hw->spec);
+	bind_text(sel, 1, hw->key);
+	return get_or_create(s, ins, sel, id);
+}
+
+int store_task_get(tk_store *s, const char *key, const char *op, double flops,
+                   int64_t *id)
+{
+	sqlite3_stmt *ins = NULL, *sel = NULL;
+	int rc;
+
+	assert(s && key && op && id);
+	if ((rc = stmt_get(s, ST_TASK_INSERT, &ins)) ||
+	    (rc = stmt_get(s, ST_TASK_SELECT, &sel)))
+		return rc;
+	bind_text(ins, 1, key);
+	bind_text(ins, 2, op);
+	sqlite3_bind_double(ins, 3, flops);
+	bind_text(sel, 1, key);
+	return get_or_create(s, ins, sel, id);
+}
+
+int store_config_get(tk_store *s, int64_t task_id, int64_t idx, const char *text,
+                     const char *sched, int64_t *id)
+{
+	sqlite3_stmt *ins = NULL, *sel = NULL;
+	int rc;
+
+	assert(s && task_id > 0 && text && sched && id);
+	if ((rc = stmt_get(s, ST_CONFIG_INSERT, &ins)) ||
+	    (rc = stmt_get(s, ST_CONFIG_SELECT, &sel)))
+		return rc;
+	sqlite3_bind_int64(ins, 1, task_id);
+	if (idx >= 0)
+		sqlite3_bind_int64(ins, 2, idx);
+	else
+		sqlite3_bind_null(ins, 2);
+	bind_text(ins, 3, text);
+	bind_text(ins, 4, sched);
+	sqlite3_bind_int64(sel, 1, task_id);
+	bind_text(sel, 2, text);
+	return get_or_create(s, ins, sel, id);
+}
+
+/* ---- runs and measurements ------------------------------------------ */
+
+int store_run_begin(tk_store *s, const store_run *r, int64_t *id)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	assert(s && r && r->argv && r->method && id);
+	if ((rc = stmt_get(s, ST_RUN_INSERT, &st)))
+		return rc;
+	bind_text(st, 1, r->argv);
+	bind_text(st, 2, r->method);
+	sqlite3_bind_int64(st, 3, r->seed);
+	bind_id(st, 4, r->hardware_id);
+	bind_text(st, 5, r->replay);
+	sqlite3_bind_double(st, 6, tk_walltime());
+	rc = stmt_run(s, st);
+	if (rc == TK_OK)
+		*id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int store_run_end(tk_store *s, int64_t id)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	assert(s);
+	if ((rc = stmt_get(s, ST_RUN_END, &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_double(st, 2, tk_walltime());
+	rc = stmt_run(s, st);
+	if (rc == TK_OK && sqlite3_changes(s->db) == 0)
+		rc = tk_seterr(TK_ENOTFOUND, "%s: no run %lld", s->zPath, (long long)id);
+	return rc;
+}
+
+/*
+ * The times BLOB: a 4-byte little-endian count of uncompressed bytes, then
+ * zlib (compress2) of the float64 values as little-endian IEEE 754. The
+ * count lets the reader allocate exactly and reject a damaged blob. The
+ * limit (32M repeats) keeps any blob under SQLite's 1e9-byte value limit.
+ */
+#define TIMES_MAX_BYTES (1u << 28)
+
+static void put_le32(unsigned char *p, uint32_t x)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(x >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* Encode n > 0 times into a malloc'd blob of *nByte bytes. */
+static int times_encode(const double *aTime, int n, unsigned char **out,
+                        int *nByte)
+{
+	size_t nRaw = (size_t)n * 8;
+	uLongf nZip;
+	unsigned char *aRaw, *aBlob;
+	int rc = TK_OK;
+
+	assert(n > 0);
+	if (nRaw > TIMES_MAX_BYTES)
+		return tk_seterr(TK_EINVAL, "%d repeat times are too many to store", n);
+	nZip = compressBound(nRaw);
+	aRaw = malloc(nRaw);
+	aBlob = malloc(4 + nZip);
+	if (!aRaw || !aBlob) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory encoding %d times", n);
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t u;
+		memcpy(&u, &aTime[i], 8);
+		for (int k = 0; k < 8; k++)
+			aRaw[8 * i + k] = (unsigned char)(u >> (8 * k));
+	}
+	put_le32(aBlob, (uint32_t)nRaw);
+	if (compress2(aBlob + 4, &nZip, aRaw, nRaw, Z_DEFAULT_COMPRESSION) != Z_OK) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory compressing %d times", n);
+		goto done;
+	}
+	*out = aBlob;
+	*nByte = (int)(4 + nZip);
+	aBlob = NULL;
+done:
+	free(aRaw);
+	free(aBlob);
+	return rc;
+}
+
+/* Decode the blob of measurement id (nExpect values, -1 if unknown) into a
+ * malloc'd array. TK_ECORRUPT on anything that does not decode exactly. */
+static int times_decode(tk_store *s, int64_t id, const unsigned char *aBlob,
+                        int nBlob, int64_t nExpect, double **out, int *n)
+{
+	uint32_t nRaw;
+	uLongf nGot;
+	unsigned char *aRaw;
+	double *aTime;
+	const char *zWhy = NULL;
+
+	if (nBlob < 4)
+		zWhy = "too short";
+	else if ((nRaw = get_le32(aBlob)) % 8 || nRaw == 0 || nRaw > TIMES_MAX_BYTES ||
+	         nRaw / 1032 > (uint32_t)nBlob) /* zlib cannot shrink more than 1032:1 */
+		zWhy = "bad length";
+	else if (nExpect >= 0 && nExpect != nRaw / 8)
+		zWhy = "count differs from nrepeat";
+	if (zWhy)
+		return tk_seterr(TK_ECORRUPT, "%s: measurement %lld: damaged times (%s)",
+		                 s->zPath, (long long)id, zWhy);
+
+	/* Inflate into the result array, then turn the bytes into doubles in
+	 * place (each value is read whole before it is written). */
+	aTime = malloc(nRaw);
+	if (!aTime)
+		return tk_seterr(TK_ENOMEM, "out of memory decoding %u bytes of times", nRaw);
+	aRaw = (unsigned char *)aTime;
+	nGot = nRaw;
+	int zrc = uncompress(aRaw, &nGot, aBlob + 4, (uLong)nBlob - 4);
+	if (zrc != Z_OK || nGot != nRaw) {
+		free(aTime);
+		if (zrc == Z_MEM_ERROR)
+			return tk_seterr(TK_ENOMEM, "out of memory decoding times");
+		return tk_seterr(TK_ECORRUPT, "%s: measurement %lld: damaged times (%s)",
+		                 s->zPath, (long long)id,
+		                 zrc == Z_OK ? "short data" : "bad zlib stream");
+	}
+	for (uint32_t i = 0; i < nRaw / 8; i++) {
+		uint64_t u = 0;
+		for (int k = 0; k < 8; k++)
+			u |= (uint64_t)aRaw[8 * i + k] << (8 * k);
+		memcpy(&aTime[i], &u, 8);
+	}
+	*out = aTime;
+	*n = (int)(nRaw / 8);
+	return TK_OK;
+}
+
+int store_meas_add(tk_store *s, const store_meas *m, int64_t *id)
+{
+	sqlite3_stmt *st = NULL;
+	unsigned char *aBlob = NULL;
+	int nBlob = 0, rc;
+
+	assert(s && m && id);
+	assert(m->config_id > 0 && m->hardware_id > 0);
+	assert(m->error >= 0 && m->error < MEAS_NERROR);
+	assert(m->nrepeat >= 0 && (m->nrepeat == 0 || m->times));
+	if ((rc = stmt_get(s, ST_MEAS_INSERT, &st)))
+		return rc;
+	if (m->nrepeat > 0 && (rc = times_encode(m->times, m->nrepeat, &aBlob, &nBlob)))
+		return rc;
+	sqlite3_bind_int64(st, 1, m->config_id);
+	sqlite3_bind_int64(st, 2, m->hardware_id);
+	bind_id(st, 3, m->run_id);
+	sqlite3_bind_int(st, 4, m->trial);
+	sqlite3_bind_int(st, 5, m->valid ? 1 : 0);
+	sqlite3_bind_int(st, 6, m->error);
+	bind_text(st, 7, m->message);
+	if (m->valid) {
+		sqlite3_bind_double(st, 8, m->mean);
+		sqlite3_bind_double(st, 9, m->std);
+		sqlite3_bind_double(st, 10, m->median);
+	} else {
+		sqlite3_bind_null(st, 8);
+		sqlite3_bind_null(st, 9);
+		sqlite3_bind_null(st, 10);
+	}
+	sqlite3_bind_int(st, 11, m->number);
+	sqlite3_bind_int(st, 12, m->nrepeat);
+	if (aBlob)
+		sqlite3_bind_blob(st, 13, aBlob, nBlob, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 13);
+	sqlite3_bind_double(st, 14, m->compile_s);
+	sqlite3_bind_double(st, 15, m->at != 0 ? m->at : tk_walltime());
+	rc = stmt_run(s, st);
+	free(aBlob);
+	if (rc == TK_OK)
+		*id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int store_meas_times(tk_store *s, int64_t id, double **times, int *n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	assert(s && times && n);
+	*times = NULL;
+	*n = 0;
+	if ((rc = stmt_get(s, ST_MEAS_TIMES, &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *aBlob = sqlite3_column_blob(st, 0);
+		int nBlob = sqlite3_column_bytes(st, 0);
+		int64_t nExpect = sqlite3_column_type(st, 1) == SQLITE_NULL
+		                      ? -1 : sqlite3_column_int64(st, 1);
+		if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+			rc = TK_OK; /* no times kept */
+		else
+			rc = times_decode(s, id, aBlob, nBlob, nExpect, times, n);
+	} else if (rc == SQLITE_DONE) {
+		rc = tk_seterr(TK_ENOTFOUND, "%s: no measurement %lld", s->zPath,
+		               (long long)id);
+	} else {
+		rc = store_err(s, rc);
+	}
+	stmt_done(st);
+	return rc;
+}
+
+/* ---- queries -------------------------------------------------------- */
+
+/* The columns of a store_rec, in the order rec_read() expects. */
+#define REC_COLUMNS \
+	"m.id, m.config_id, c.task_id, m.hardware_id, m.run_id, m.trial, m.valid," \
+	" m.error, t.key AS task_key, c.text, c.sched, h.key AS hw_key, m.message," \
+	" c.idx, t.flops, m.mean, m.std, m.median, m.compile_s, m.at, m.number," \
+	" m.nrepeat"
+#define REC_FROM \
+	" FROM measurement m JOIN config c ON c.id = m.config_id" \
+	" JOIN task t ON t.id = c.task_id JOIN hardware h ON h.id = m.hardware_id"
+
+/* A REAL column, or dflt when NULL. */
+static double col_real(sqlite3_stmt *st, int i, double dflt)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt
+	                                                 : sqlite3_column_double(st, i);
+}
+
+/* An INTEGER column, or dflt when NULL. */
+static int64_t col_int(sqlite3_stmt *st, int i, int64_t dflt)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt
+	                                                 : sqlite3_column_int64(st, i);
+}
+
+/* Fill r from the current row of a REC_COLUMNS query. NULL mean, std and
+ * median (invalid records) read as -1, NULL run_id as 0, NULL idx and trial
+ * as -1. */
+static void rec_read(sqlite3_stmt *st, store_rec *r)
+{
+	r->id = sqlite3_column_int64(st, 0);
+	r->config_id = sqlite3_column_int64(st, 1);
+	r->task_id = sqlite3_column_int64(st, 2);
+	r->hardware_id = sqlite3_column_int64(st, 3);
+	r->run_id = col_int(st, 4, 0);
+	r->trial = (int)col_int(st, 5, -1);
+	r->valid = sqlite3_column_int(st, 6);
+	r->error = sqlite3_column_int(st, 7);
+	r->task = (const char *)sqlite3_column_text(st, 8);
+	r->config = (const char *)sqlite3_column_text(st, 9);
+	r->sched = (const char *)sqlite3_column_text(st, 10);
+	r->hardware = (const char *)sqlite3_column_text(st, 11);
+	r->message = (const char *)sqlite3_column_text(st, 12);
+	r->idx = col_int(st, 13, -1);
+	r->flops = sqlite3_column_double(st, 14);
+	r->mean = col_real(st, 15, -1);
+	r->std = col_real(st, 16, -1);
+	r->median = col_real(st, 17, -1);
+	r->compile_s = col_real(st, 18, 0);
+	r->at = sqlite3_column_double(st, 19);
+	r->number = (int)col_int(st, 20, 0);
+	r->nrepeat = (int)col_int(st, 21, 0);
+}
+
+/* Step a REC_COLUMNS query, calling cb per row, and finalize st. Returns
+ * the callback's non-zero value if it stopped early. *nRow receives the
+ * number of rows delivered. */
+static int rec_each(tk_store *s, sqlite3_stmt *st, store_rec_cb cb, void *ctx,
+                    int64_t *nRow)
+{
+	store_rec r;
+	int rc, stop = 0;
+
+	*nRow = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rec_read(st, &r);
+		++*nRow;
+		if ((stop = cb(ctx, &r)) != 0)
+			break;
+	}
+	if (stop)
+		rc = stop;
+	else
+		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	int64_t nRow;
+	int rc;
+
+	assert(s && cb);
+	rc = stmt_prepare(s,
+		"WITH ranked AS (SELECT " REC_COLUMNS ", ROW_NUMBER() OVER"
+		" (PARTITION BY c.task_id, m.hardware_id ORDER BY m.median, m.id) AS rn"
+		REC_FROM
+		" WHERE m.valid AND m.median IS NOT NULL"
+		" AND (?1 = 0 OR m.hardware_id = ?1))"
+		" SELECT * FROM ranked WHERE rn = 1 ORDER BY task_key, hw_key", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, hardware_id);
+	return rec_each(s, st, cb, ctx, &nRow);
+}
+
+int store_meas_get(tk_store *s, int64_t id, store_rec_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	int64_t nRow;
+	int rc;
+
+	assert(s && cb);
+	rc = stmt_prepare(s, "SELECT " REC_COLUMNS REC_FROM " WHERE m.id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = rec_each(s, st, cb, ctx, &nRow);
+	if (rc == TK_OK && nRow == 0)
+		rc = tk_seterr(TK_ENOTFOUND, "%s: no measurement %lld", s->zPath,
+		               (long long)id);
+	return rc;
+}
+
+int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	int64_t nRow, nRun;
+	int rc, found;
+
+	assert(s && cb);
+	rc = stmt_prepare(s, "SELECT " REC_COLUMNS REC_FROM
+	                     " WHERE m.run_id = ?1 ORDER BY m.trial, m.id", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = rec_each(s, st, cb, ctx, &nRow);
+	if (rc || nRow > 0)
+		return rc;
+	/* No records: an empty run, or no such run? */
+	rc = stmt_prepare(s, "SELECT count(*) FROM run WHERE id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = stmt_id(s, st, &nRun, &found);
+	sqlite3_finalize(st);
+	if (rc == TK_OK && nRun == 0)
+		rc = tk_seterr(TK_ENOTFOUND, "%s: no run %lld", s->zPath, (long long)run_id);
+	return rc;
+}
+
+int store_runs(tk_store *s, store_run_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	store_runinfo r;
+	int rc, stop = 0;
+
+	assert(s && cb);
+	rc = stmt_prepare(s,
+		"SELECT r.id, r.seed, r.hardware_id, r.argv, r.method, r.replay, h.key,"
+		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
+		" min(CASE WHEN m.valid THEN m.median END)"
+		" FROM run r LEFT JOIN hardware h ON h.id = r.hardware_id"
+		" LEFT JOIN measurement m ON m.run_id = r.id"
+		" GROUP BY r.id ORDER BY r.id", &st);
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r.id = sqlite3_column_int64(st, 0);
+		r.seed = col_int(st, 1, 0);
+		r.hardware_id = col_int(st, 2, 0);
+		r.argv = (const char *)sqlite3_column_text(st, 3);
+		r.method = (const char *)sqlite3_column_text(st, 4);
+		r.replay = (const char *)sqlite3_column_text(st, 5);
+		r.hardware = (const char *)sqlite3_column_text(st, 6);
+		r.started = sqlite3_column_double(st, 7);
+		r.ended = col_real(st, 8, -1);
+		r.ntrials = sqlite3_column_int64(st, 9);
+		r.nvalid = sqlite3_column_int64(st, 10);
+		r.best_median = col_real(st, 11, -1);
+		if ((stop = cb(ctx, &r)) != 0)
+			break;
+	}
+	if (stop)
+		rc = stop;
+	else
+		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -1,0 +1,109 @@
+/*
+ * ops: the operator declarations. Each is a text in the te language:
+ *
+ *   params NAME[=DEFAULT] ...   integer parameters of the task; a parameter
+ *                               without a default is required; values must be
+ *                               >= 1, or >= 0 when the default is 0
+ *   let NAME = EXPR             a derived size
+ *   input NAME[EXPR, ...]       an input tensor, in call order
+ *   const NAME[EXPR, ...] = GEN a constant tensor filled by generator GEN
+ *   stage OUT[AX:EXPR, ...] (+= | =) READ (* READ)* [over AX:EXPR ...] [relu]
+ *                               one computation; READ is NAME[IDX, ...] over
+ *                               the stage's axes; the last stage is the output
+ *   flops EXPR                  nominal FLOPs if not the sum over stages
+ *
+ * EXPR: integers, names, + - * / % (floor), parentheses, and in indices
+ * ediv(a, b): exact division (the read is 0 when b does not divide a).
+ * Layouts are NCHW / NCW; dense and batch_matmul are C = A * B with B laid
+ * out [k, n].
+ */
+#include <string.h>
+
+#include "te.h"
+
+const te_opdecl te_ops[] = {
+	{ "batch_matmul", "C[b,m,n] = A[b,m,k] * B[b,k,n]",
+	  "params b m n k\n"
+	  "input A[b, m, k]\n"
+	  "input B[b, k, n]\n"
+	  "stage C[z:b, i:m, j:n] += A[z, i, r] * B[z, r, j] over r:k\n" },
+	{ "conv1d", "O[n,k,ow] = sum I[n,c,x*stride+rx-pad] * W[k,c,rx]",
+	  "params n=1 c w k r=3 stride=1 pad=0\n"
+	  "let ow = (w + 2*pad - r)/stride + 1\n"
+	  "input I[n, c, w]\n"
+	  "input W[k, c, r]\n"
+	  "stage O[b:n, f:k, x:ow] += I[b, rc, x*stride + rx - pad] * W[f, rc, rx]"
+	  " over rc:c rx:r\n" },
+	{ "conv1d_transpose", "transposed 1-d convolution, W[c,k,r]",
+	  "params n=1 c w k r=3 stride=1 pad=0\n"
+	  "let ow = (w - 1)*stride - 2*pad + r\n"
+	  "input I[n, c, w]\n"
+	  "input W[c, k, r]\n"
+	  "stage O[b:n, f:k, x:ow] += I[b, rc, ediv(x + pad - rx, stride)] * W[rc, f, rx]"
+	  " over rc:c rx:r\n" },
+	{ "conv2d", "O[n,k,oh,ow] = sum I[n,c,y*stride+ry-pad,x*stride+rx-pad] * W[k,c,ry,rx]",
+	  "params n=1 c h w k r=3 s=3 stride=1 pad=0\n"
+	  "let oh = (h + 2*pad - r)/stride + 1\n"
+	  "let ow = (w + 2*pad - s)/stride + 1\n"
+	  "input I[n, c, h, w]\n"
+	  "input W[k, c, r, s]\n"
+	  "stage O[b:n, f:k, y:oh, x:ow] += I[b, rc, y*stride + ry - pad, x*stride + rx - pad]"
+	  " * W[f, rc, ry, rx] over rc:c ry:r rx:s\n" },
+	{ "conv2d_transpose", "transposed 2-d convolution, W[c,k,r,s]",
+	  "params n=1 c h w k r=3 s=3 stride=1 pad=0\n"
+	  "let oh = (h - 1)*stride - 2*pad + r\n"
+	  "let ow = (w - 1)*stride - 2*pad + s\n"
+	  "input I[n, c, h, w]\n"
+	  "input W[c, k, r, s]\n"
+	  "stage O[b:n, f:k, y:oh, x:ow] += I[b, rc, ediv(y + pad - ry, stride),"
+	  " ediv(x + pad - rx, stride)] * W[rc, f, ry, rx] over rc:c ry:r rx:s\n" },
+	{ "conv2d_winograd", "3x3 stride-1 conv2d by Winograd F(m,3), m = 2 or 4",
+	  "params n=1 c h w k pad=1 m=2\n"
+	  "let a = m + 2\n"
+	  "let oh = h + 2*pad - 2\n"
+	  "let ow = w + 2*pad - 2\n"
+	  "let th = (oh + m - 1)/m\n"
+	  "let tw = (ow + m - 1)/m\n"
+	  "input I[n, c, h, w]\n"
+	  "input W[k, c, 3, 3]\n"
+	  "const G[a, 3] = winograd_g\n"
+	  "const Bt[a, a] = winograd_bt\n"
+	  "const At[m, a] = winograd_at\n"
+	  "stage U[e:a, u:a, f:k, q:c] += G[e, ry] * W[f, q, ry, rx] * G[u, rx] over ry:3 rx:3\n"
+	  "stage V[e:a, u:a, q:c, b:n, ty:th, tx:tw] += Bt[e, ra]"
+	  " * I[b, q, ty*m + ra - pad, tx*m + rb - pad] * Bt[u, rb] over ra:a rb:a\n"
+	  "stage M[e:a, u:a, f:k, b:n, ty:th, tx:tw] += U[e, u, f, q] * V[e, u, q, b, ty, tx]"
+	  " over q:c\n"
+	  "stage Y[f:k, b:n, ty:th, tx:tw, vy:m, vx:m] += At[vy, ra] * M[ra, rb, f, b, ty, tx]"
+	  " * At[vx, rb] over ra:a rb:a\n"
+	  "stage O[b:n, f:k, y:oh, x:ow] = Y[f, b, y/m, x/m, y%m, x%m]\n"
+	  "flops 2*n*k*oh*ow*c*9\n" },
+	{ "dense", "C[m,n] = A[m,k] * B[k,n]",
+	  "params m n k\n"
+	  "input A[m, k]\n"
+	  "input B[k, n]\n"
+	  "stage C[i:m, j:n] += A[i, r] * B[r, j] over r:k\n" },
+	{ "dense_relu", "C[m,n] = max(A[m,k] * B[k,n], 0)",
+	  "params m n k\n"
+	  "input A[m, k]\n"
+	  "input B[k, n]\n"
+	  "stage C[i:m, j:n] += A[i, r] * B[r, j] over r:k relu\n" },
+	{ "depthwise_conv2d", "O[n,c,oh,ow] = sum I[n,c,y*stride+ry-pad,x*stride+rx-pad] * W[c,0,ry,rx]",
+	  "params n=1 c h w r=3 s=3 stride=1 pad=0\n"
+	  "let oh = (h + 2*pad - r)/stride + 1\n"
+	  "let ow = (w + 2*pad - s)/stride + 1\n"
+	  "input I[n, c, h, w]\n"
+	  "input W[c, 1, r, s]\n"
+	  "stage O[b:n, f:c, y:oh, x:ow] += I[b, f, y*stride + ry - pad, x*stride + rx - pad]"
+	  " * W[f, 0, ry, rx] over ry:r rx:s\n" },
+};
+
+const int te_nops = ArraySize(te_ops);
+
+const te_opdecl *te_op_find(const char *name)
+{
+	for (int i = 0; i < te_nops; i++)
+		if (!strcmp(te_ops[i].name, name))
+			return &te_ops[i];
+	return NULL;
+}

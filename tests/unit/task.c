@@ -1,0 +1,213 @@
+/* Unit tests for lib/task: task parsing, canonical keys, errors, reference. */
+#include <stdlib.h>
+
+#include "task/ref.h"
+#include "task/te.h"
+#include "unit.h"
+
+TEST(test_parse_dense)
+{
+	te_prog *p;
+	CHECK_EQ_INT(te_task_parse("dense:n=32,m=16,k=8", &p), TK_OK);
+	if (!p)
+		return;
+	CHECK_EQ_STR(p->key, "dense:k=8,m=16,n=32");
+	CHECK_EQ_INT(p->ninput, 2);
+	CHECK_EQ_INT(p->nstage, 1);
+	CHECK_NEAR(p->flops, 2.0 * 16 * 32 * 8, 0);
+	CHECK_EQ_INT(p->tensor[p->output].size, 16 * 32);
+	te_prog_free(p);
+}
+
+TEST(test_parse_defaults)
+{
+	te_prog *p;
+	CHECK_EQ_INT(te_task_parse("conv2d:c=3,h=8,w=9,k=4", &p), TK_OK);
+	if (!p)
+		return;
+	CHECK_EQ_STR(p->key, "conv2d:c=3,h=8,k=4,n=1,pad=0,r=3,s=3,stride=1,w=9");
+	const te_tensor *o = &p->tensor[p->output];
+	CHECK_EQ_INT(o->ndim, 4);
+	CHECK_EQ_INT(o->shape[2], 6);
+	CHECK_EQ_INT(o->shape[3], 7);
+	te_prog_free(p);
+	CHECK_EQ_INT(te_task_parse("conv2d:c=3,h=9,w=9,k=4,stride=2,pad=1", &p), TK_OK);
+	if (p) {
+		CHECK_EQ_INT(p->tensor[p->output].shape[2], 5);
+		te_prog_free(p);
+	}
+}
+
+TEST(test_parse_errors)
+{
+	static const char *bad[] = {
+		"", "nosuchop:m=1", "dense", "dense:m=1,n=2", "dense:m=1,n=2,k=3,q=4",
+		"dense:m=1,n=2,k=x", "dense:m=1,n=2,k=0", "dense:m=1,m=2,n=2,k=3",
+		"dense:m=1,n=2,k=3,", "dense:m=1, n=2,k=3", "conv2d:c=3,h=2,w=2,k=4",
+		"conv2d_winograd:c=1,h=4,w=4,k=1,m=3", "dense:m=-1,n=2,k=3", "dense:m=1,n=2,k",
+		"conv2d:c=1,h=4,w=4,k=1,pad=-1",
+	};
+	for (int i = 0; i < ArraySize(bad); i++) {
+		te_prog *p = (te_prog *)1;
+		int rc = te_task_parse(bad[i], &p);
+		if (rc != TK_EINVAL)
+			fprintf(stderr, "accepted bad task '%s'\n", bad[i]);
+		CHECK_EQ_INT(rc, TK_EINVAL);
+		CHECK(p == NULL);
+		CHECK(tk_errmsg()[0] != 0);
+	}
+}
+
+TEST(test_every_op_parses)
+{
+	static const char *tasks[] = {
+		"batch_matmul:b=2,m=3,n=4,k=5", "conv1d:c=2,w=7,k=3", "conv1d_transpose:c=2,w=5,k=3,stride=2,pad=1",
+		"conv2d:c=2,h=5,w=6,k=3,pad=1", "conv2d_transpose:c=2,h=3,w=4,k=3,stride=2",
+		"conv2d_winograd:c=2,h=5,w=6,k=3", "conv2d_winograd:c=2,h=6,w=6,k=3,m=4",
+		"dense:m=3,n=4,k=5", "dense_relu:m=3,n=4,k=5", "depthwise_conv2d:c=3,h=5,w=5,pad=1",
+	};
+	CHECK_EQ_INT(ArraySize(tasks), te_nops + 1);
+	for (int i = 0; i < ArraySize(tasks); i++) {
+		te_prog *p = NULL;
+		int rc = te_task_parse(tasks[i], &p);
+		if (rc)
+			fprintf(stderr, "%s: %s\n", tasks[i], tk_errmsg());
+		CHECK_EQ_INT(rc, TK_OK);
+		te_prog_free(p);
+	}
+}
+
+/* Run the reference of task with seed 7; returns malloc'd output. */
+static double *reference(const char *task, te_prog **pp, float ***inp)
+{
+	te_prog *p;
+	if (te_task_parse(task, &p))
+		return NULL;
+	float **in = calloc((size_t)p->ninput, sizeof *in);
+	for (int i = 0; i < p->ninput; i++)
+		in[i] = malloc((size_t)p->tensor[p->input[i]].size * sizeof(float));
+	ref_random_inputs(p, 7, in);
+	int64_t n = p->tensor[p->output].size;
+	double *out = malloc((size_t)n * sizeof *out), *abs_ = malloc((size_t)n * sizeof *abs_);
+	CHECK_EQ_INT(ref_compute(p, (const float *const *)in, out, abs_), TK_OK);
+	for (int64_t i = 0; i < n; i++)
+		CHECK(abs_[i] >= fabs(out[i]) - 1e-12);
+	free(abs_);
+	*pp = p;
+	*inp = in;
+	return out;
+}
+
+static void free_inputs(te_prog *p, float **in)
+{
+	for (int i = 0; i < p->ninput; i++)
+		free(in[i]);
+	free(in);
+	te_prog_free(p);
+}
+
+TEST(test_ref_dense_by_hand)
+{
+	te_prog *p;
+	float **in;
+	double *out = reference("dense:m=3,n=4,k=5", &p, &in);
+	if (!out)
+		return;
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 4; j++) {
+			double s = 0;
+			for (int k = 0; k < 5; k++)
+				s += (double)in[0][i * 5 + k] * in[1][k * 4 + j];
+			CHECK_NEAR(out[i * 4 + j], s, 1e-12);
+		}
+	free(out);
+	free_inputs(p, in);
+}
+
+TEST(test_ref_conv_padding_by_hand)
+{
+	te_prog *p;
+	float **in;
+	double *out = reference("conv2d:c=2,h=5,w=4,k=3,stride=2,pad=1", &p, &in);
+	if (!out)
+		return;
+	int oh = 3, ow = 2;
+	for (int f = 0; f < 3; f++)
+		for (int y = 0; y < oh; y++)
+			for (int x = 0; x < ow; x++) {
+				double s = 0;
+				for (int c = 0; c < 2; c++)
+					for (int ry = 0; ry < 3; ry++)
+						for (int rx = 0; rx < 3; rx++) {
+							int iy = y * 2 + ry - 1, ix = x * 2 + rx - 1;
+							if (iy < 0 || iy >= 5 || ix < 0 || ix >= 4)
+								continue;
+							s += (double)in[0][(c * 5 + iy) * 4 + ix] *
+							     in[1][((f * 2 + c) * 3 + ry) * 3 + rx];
+						}
+				CHECK_NEAR(out[(f * oh + y) * ow + x], s, 1e-12);
+			}
+	free(out);
+	free_inputs(p, in);
+}
+
+TEST(test_ref_transpose_by_scatter)
+{
+	/* conv2d_transpose computed by scattering each input point */
+	te_prog *p;
+	float **in;
+	double *out = reference("conv2d_transpose:c=2,h=3,w=4,k=3,r=3,s=2,stride=2,pad=1", &p, &in);
+	if (!out)
+		return;
+	int oh = (3 - 1) * 2 - 2 + 3, ow = (4 - 1) * 2 - 2 + 2;
+	double *want = calloc((size_t)(3 * oh * ow), sizeof *want);
+	for (int c = 0; c < 2; c++)
+		for (int iy = 0; iy < 3; iy++)
+			for (int ix = 0; ix < 4; ix++)
+				for (int f = 0; f < 3; f++)
+					for (int ry = 0; ry < 3; ry++)
+						for (int rx = 0; rx < 2; rx++) {
+							int y = iy * 2 + ry - 1, x = ix * 2 + rx - 1;
+							if (y < 0 || y >= oh || x < 0 || x >= ow)
+								continue;
+							want[(f * oh + y) * ow + x] += (double)in[0][(c * 3 + iy) * 4 + ix] *
+							                               in[1][((c * 3 + f) * 3 + ry) * 2 + rx];
+						}
+	for (int i = 0; i < 3 * oh * ow; i++)
+		CHECK_NEAR(out[i], want[i], 1e-12);
+	free(want);
+	free(out);
+	free_inputs(p, in);
+}
+
+static void check_winograd(int m, int h, int w, int pad)
+{
+	char t1[128], t2[128];
+	snprintf(t1, sizeof t1, "conv2d_winograd:c=3,h=%d,w=%d,k=2,pad=%d,m=%d", h, w, pad, m);
+	snprintf(t2, sizeof t2, "conv2d:c=3,h=%d,w=%d,k=2,pad=%d", h, w, pad);
+	te_prog *p1, *p2;
+	float **in1, **in2;
+	double *o1 = reference(t1, &p1, &in1), *o2 = reference(t2, &p2, &in2);
+	if (!o1 || !o2)
+		return;
+	CHECK_EQ_INT(p1->tensor[p1->output].size, p2->tensor[p2->output].size);
+	CHECK_NEAR(p1->flops, p2->flops, 0);
+	for (int64_t i = 0; i < p2->tensor[p2->output].size; i++)
+		CHECK_NEAR(o1[i], o2[i], 1e-5);
+	free(o1);
+	free(o2);
+	free_inputs(p1, in1);
+	free_inputs(p2, in2);
+}
+
+TEST(test_ref_winograd_equals_direct)
+{
+	check_winograd(2, 6, 7, 1);
+	check_winograd(4, 9, 5, 1);
+	check_winograd(2, 5, 5, 0);
+	check_winograd(4, 7, 10, 2);
+}
+
+UNIT_MAIN(test_parse_dense, test_parse_defaults, test_parse_errors, test_every_op_parses,
+          test_ref_dense_by_hand, test_ref_conv_padding_by_hand, test_ref_transpose_by_scatter,
+          test_ref_winograd_equals_direct)
