@@ -30,7 +30,8 @@ CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
 
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard cmd/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o
+NETWORKS := $(sort $(wildcard data/networks/*.tsv))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/networks.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -56,7 +57,22 @@ $(BUILD)/gen/schema_sql.c: schemas/store.sql
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@
 
-$(BUILD)/gen/schema_sql.o: $(BUILD)/gen/schema_sql.c
+# The network task lists too, so the binary needs no data directory.
+$(BUILD)/gen/networks.c: $(NETWORKS)
+	@mkdir -p $(dir $@)
+	{ echo 'typedef struct { const char *name, *text; } builtin;'; \
+	  echo 'const builtin tk_builtin_networks[] = {'; \
+	  for f in $(NETWORKS); do \
+	    printf '{ "%s",\n' "$$(basename $$f .tsv)"; \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' -e 's/^/"/' -e 's/$$/\\n"/' $$f; \
+	    echo '},'; \
+	  done; \
+	  echo '{ 0, 0 } };'; \
+	  echo 'const char *const tk_builtin_network_names[] = {'; \
+	  for f in $(NETWORKS); do printf '"%s",\n' "$$(basename $$f .tsv)"; done; \
+	  echo '0 };'; } > $@
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libtunekit.a

@@ -958,3 +958,28 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 	sqlite3_finalize(st);
 	return rc;
 }
+
+int store_config_median(tk_store *s, int64_t task_id, const char *config, int64_t hardware_id,
+                        double *median)
+{
+	sqlite3_stmt *st;
+	int rc = stmt_prepare(s,
+		"SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id"
+		" WHERE c.task_id = ?1 AND c.text = ?2 AND m.hardware_id = ?3 AND m.valid", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, task_id);
+	sqlite3_bind_text(st, 2, config, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, hardware_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		*median = sqlite3_column_double(st, 0);
+		rc = TK_OK;
+	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+		rc = tk_seterr(TK_ENOTFOUND, "no valid measurement of that configuration");
+	} else {
+		rc = store_err(s, rc);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -102,6 +102,11 @@ int store_meas_get(tk_store *s, int64_t id, store_rec_cb cb, void *ctx);
 /* Every measurement of a run in trial order. */
 int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx);
 
+/* Lowest median of the valid measurements of (task, config text) on a
+ * hardware; TK_ENOTFOUND if there is none. */
+int store_config_median(tk_store *s, int64_t task_id, const char *config, int64_t hardware_id,
+                        double *median);
+
 /* Decode the times BLOB of measurement id into a malloc'd array the caller
  * frees; *n receives the count. */
 int store_meas_times(tk_store *s, int64_t id, double **times, int *n);

@@ -1,0 +1,130 @@
+/*
+ * cmd: what every subcommand shares: the command table entry, the option
+ * table and its parser, the common options, the context the dispatcher sets
+ * up (store, terminal or pipe), and small output helpers (record streams,
+ * tables, progress). Only cmd/ prints or exits.
+ */
+#ifndef TK_CMD_H
+#define TK_CMD_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store/store.h"
+#include "util/util.h"
+
+/* Exit statuses (man/tunekit.1, EXIT STATUS). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,     /* the work could not be done (I/O, target, out of memory) */
+	EXIT_USAGE = 2,    /* bad command line or malformed input */
+	EXIT_STORE = 3,    /* the record store is corrupt, too new, or locked */
+	EXIT_INTR = 130    /* interrupted; everything committed is kept */
+};
+
+/* ---- options ------------------------------------------------------------ */
+
+enum { OPT_END, OPT_FLAG, OPT_STRING, OPT_INT, OPT_DOUBLE, OPT_LIST };
+
+typedef struct opt {
+	int type;
+	const char *name;  /* long name without "--" */
+	char sname;        /* short name, or 0 */
+	void *value;       /* int*, const char**, int64_t*, double*, or opt_list* */
+	const char *argh;  /* argument name in the help ("N", "PATH") */
+	const char *help;
+} opt;
+
+/* A repeatable string option (OPT_LIST). */
+typedef struct opt_list {
+	int n;
+	const char **v;
+} opt_list;
+
+#define OPT_END_ { OPT_END, NULL, 0, NULL, NULL, NULL }
+
+/* Options every subcommand accepts. */
+typedef struct common_opts {
+	const char *db;       /* --db, default $TUNEKIT_DB, else tunekit.db */
+	const char *target;   /* --target, default native */
+	int64_t seed;         /* --seed, default 1 */
+	int64_t jobs;         /* --jobs, default number of CPUs */
+	int quiet;            /* -q */
+	int help;             /* -h, --help */
+} common_opts;
+
+/* ---- commands ------------------------------------------------------------ */
+
+enum {
+	NEEDS_STORE = 1,  /* tk_ctx_store() opens the store */
+	STORE_WRITE = 2   /* ... for writing (created if absent) */
+};
+
+typedef struct tk_ctx tk_ctx;
+
+typedef struct tk_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv, tk_ctx *ctx);
+	int flags;
+	const char *summary;
+} tk_cmd;
+
+struct tk_ctx {
+	const tk_cmd *cmd;
+	const char *prog;      /* "tunekit measure" for messages */
+	common_opts common;
+	tk_store *store;
+	int out_tty, err_tty;  /* stdout / stderr are terminals */
+	char *cmdline;         /* the whole command line, for the run table */
+};
+
+/* Parse argv against the command's options plus the common ones. Prints a
+ * one-line error and returns EXIT_USAGE on bad input; on --help prints the
+ * usage and returns -1 (the caller exits 0). On success returns 0 and
+ * leaves the operands in argv[0..*nrest). usage[0] is the synopsis line(s),
+ * usage[1] the description paragraph. */
+int opt_parse(tk_ctx *ctx, int *argc, char **argv, const opt *opts, const char *const *usage);
+void opt_usage(tk_ctx *ctx, FILE *f, const opt *opts, const char *const *usage);
+
+/* ---- context helpers ------------------------------------------------------ */
+
+/* Open the store named by --db (once); prints the error and returns the exit
+ * status on failure, 0 on success. */
+int tk_ctx_store(tk_ctx *ctx, tk_store **out);
+
+/* Print "tunekit CMD: message" to stderr (message from tk_errmsg() if fmt is
+ * NULL) and return the exit status that matches rc. */
+int tk_fail(tk_ctx *ctx, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The exit status for a lib/ error code. */
+int tk_exit_status(int rc);
+
+/* Set by SIGINT/SIGTERM; long loops stop at the next safe point. */
+extern volatile sig_atomic_t tk_interrupted;
+
+/* ---- output --------------------------------------------------------------- */
+
+/* Progress on stderr, drawn only when stderr is a terminal and not -q:
+ * "label [#####.....] done/total extra". progress_end clears the line. */
+void progress_draw(tk_ctx *ctx, const char *label, double done, double total, const char *extra);
+void progress_end(tk_ctx *ctx);
+
+/* A table printed aligned on a terminal, as TSV with a header line
+ * otherwise (or when forced with tsv = 1), or as a JSON array of objects. */
+enum { FMT_AUTO, FMT_TABLE, FMT_TSV, FMT_JSON };
+typedef struct table table;
+table *table_new(int ncol, const char *const *header);
+/* Append a row of ncol strings (copied; NULL prints empty / null). */
+void table_row(table *t, const char *const *cells);
+/* Free t without printing it. */
+void table_free(table *t);
+/* Print to f and free t. Returns EXIT_OK or EXIT_FAIL on a write error. */
+int table_print(table *t, FILE *f, int format);
+/* Parse --format: "table", "tsv", "json"; -1 if unknown. */
+int format_parse(const char *s);
+
+/* Format helpers into caller buffers of at least 32 bytes. */
+const char *fmt_seconds(char *buf, double s);   /* "12.3 us", "4.56 ms" */
+const char *fmt_num(char *buf, const char *fmt, double v);
+
+#endif

@@ -1,0 +1,397 @@
+/*
+ * common: the option parser, context helpers and output helpers that the
+ * subcommands share (see cmd.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+
+volatile sig_atomic_t tk_interrupted;
+
+/* ---- options -------------------------------------------------------------- */
+
+static const opt common_opts_table[] = {
+	{ OPT_STRING, "db", 0, NULL, "PATH", "record store (default $TUNEKIT_DB, else tunekit.db)" },
+	{ OPT_STRING, "target", 0, NULL, "SPEC", "hardware target (default native)" },
+	{ OPT_INT, "seed", 0, NULL, "N", "random seed (default 1)" },
+	{ OPT_INT, "jobs", 'j', NULL, "N", "parallel compilers (default: number of CPUs)" },
+	{ OPT_FLAG, "quiet", 'q', NULL, NULL, "no progress or summaries on stderr" },
+	{ OPT_FLAG, "help", 'h', NULL, NULL, "show this help" },
+	OPT_END_
+};
+
+static void *common_value(tk_ctx *ctx, int i)
+{
+	void *v[] = { &ctx->common.db, &ctx->common.target, &ctx->common.seed, &ctx->common.jobs,
+	              &ctx->common.quiet, &ctx->common.help };
+	return v[i];
+}
+
+static void print_opts(FILE *f, const opt *o)
+{
+	for (; o->type != OPT_END; o++) {
+		char lhs[64];
+		if (o->sname)
+			snprintf(lhs, sizeof lhs, "-%c, --%s%s%s", o->sname, o->name, o->argh ? " " : "",
+			         o->argh ? o->argh : "");
+		else
+			snprintf(lhs, sizeof lhs, "    --%s%s%s", o->name, o->argh ? " " : "",
+			         o->argh ? o->argh : "");
+		fprintf(f, "  %-26s %s\n", lhs, o->help);
+	}
+}
+
+void opt_usage(tk_ctx *ctx, FILE *f, const opt *opts, const char *const *usage)
+{
+	fprintf(f, "usage: %s\n\n%s\n", usage[0], usage[1]);
+	if (opts && opts[0].type != OPT_END) {
+		fprintf(f, "\noptions:\n");
+		print_opts(f, opts);
+	}
+	fprintf(f, "\ncommon options:\n");
+	print_opts(f, common_opts_table);
+}
+
+static int set_value(tk_ctx *ctx, const opt *o, void *dst, const char *name, const char *arg)
+{
+	switch (o->type) {
+	case OPT_STRING:
+		*(const char **)dst = arg;
+		return 0;
+	case OPT_LIST: {
+		opt_list *l = dst;
+		const char **v = realloc(l->v, sizeof *v * (size_t)(l->n + 1));
+		if (!v)
+			return tk_fail(ctx, TK_ENOMEM, "out of memory");
+		v[l->n++] = arg;
+		l->v = v;
+		return 0;
+	}
+	case OPT_INT:
+		if (tk_parse_i64(arg, dst))
+			return tk_fail(ctx, TK_EINVAL, "option --%s needs an integer, got '%s'", name, arg);
+		return 0;
+	case OPT_DOUBLE:
+		if (tk_parse_f64(arg, dst))
+			return tk_fail(ctx, TK_EINVAL, "option --%s needs a number, got '%s'", name, arg);
+		return 0;
+	}
+	return 0;
+}
+
+/* Find the option for a long name or a short letter in opts then common. */
+static const opt *find_opt(tk_ctx *ctx, const opt *opts, const char *lname, size_t llen,
+                           char sname, void **dst)
+{
+	for (const opt *o = opts; o && o->type != OPT_END; o++)
+		if ((lname && strlen(o->name) == llen && !strncmp(o->name, lname, llen)) ||
+		    (!lname && o->sname == sname)) {
+			*dst = o->value;
+			return o;
+		}
+	for (int i = 0; common_opts_table[i].type != OPT_END; i++) {
+		const opt *o = &common_opts_table[i];
+		if ((lname && strlen(o->name) == llen && !strncmp(o->name, lname, llen)) ||
+		    (!lname && o->sname == sname)) {
+			*dst = common_value(ctx, i);
+			return o;
+		}
+	}
+	return NULL;
+}
+
+int opt_parse(tk_ctx *ctx, int *argc, char **argv, const opt *opts, const char *const *usage)
+{
+	int n = *argc, nrest = 0, rc;
+	for (int i = 1; i < n; i++) {
+		char *a = argv[i];
+		void *dst;
+		const opt *o;
+		if (!strcmp(a, "--")) {
+			while (++i < n)
+				argv[nrest++] = argv[i];
+			break;
+		}
+		if (a[0] != '-' || !a[1]) {
+			argv[nrest++] = a; /* operand (including "-" for stdin) */
+			continue;
+		}
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+			if (!(o = find_opt(ctx, opts, name, len, 0, &dst)))
+				return tk_fail(ctx, TK_EINVAL, "unknown option '--%.*s' (see '%s --help')",
+				               (int)len, name, ctx->prog);
+			if (o->type == OPT_FLAG) {
+				if (eq)
+					return tk_fail(ctx, TK_EINVAL, "option --%s takes no value", o->name);
+				*(int *)dst = 1;
+				continue;
+			}
+			const char *arg = eq ? eq + 1 : (i + 1 < n ? argv[++i] : NULL);
+			if (!arg)
+				return tk_fail(ctx, TK_EINVAL, "option --%s needs a value", o->name);
+			if ((rc = set_value(ctx, o, dst, o->name, arg)))
+				return rc;
+			continue;
+		}
+		/* short options, possibly bundled: -qj2 */
+		for (char *s = a + 1; *s; s++) {
+			if (!(o = find_opt(ctx, opts, NULL, 0, *s, &dst)))
+				return tk_fail(ctx, TK_EINVAL, "unknown option '-%c' (see '%s --help')", *s,
+				               ctx->prog);
+			if (o->type == OPT_FLAG) {
+				*(int *)dst = 1;
+				continue;
+			}
+			const char *arg = s[1] ? s + 1 : (i + 1 < n ? argv[++i] : NULL);
+			if (!arg)
+				return tk_fail(ctx, TK_EINVAL, "option -%c needs a value", *s);
+			if ((rc = set_value(ctx, o, dst, o->name, arg)))
+				return rc;
+			break;
+		}
+	}
+	*argc = nrest;
+	if (ctx->common.help) {
+		opt_usage(ctx, stdout, opts, usage);
+		return -1;
+	}
+	if (ctx->common.jobs < 1 || ctx->common.jobs > 256)
+		return tk_fail(ctx, TK_EINVAL, "--jobs must be between 1 and 256");
+	return 0;
+}
+
+/* ---- context ---------------------------------------------------------------- */
+
+int tk_exit_status(int rc)
+{
+	switch (rc) {
+	case TK_OK: return EXIT_OK;
+	case TK_EINVAL:
+	case TK_ENOTFOUND: return EXIT_USAGE;
+	case TK_ESTORE:
+	case TK_ECORRUPT: return EXIT_STORE;
+	case TK_EINTR: return EXIT_INTR;
+	}
+	return EXIT_FAIL;
+}
+
+int tk_fail(tk_ctx *ctx, int rc, const char *fmt, ...)
+{
+	char msg[600];
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		va_end(ap);
+	} else {
+		snprintf(msg, sizeof msg, "%s", tk_errmsg()[0] ? tk_errmsg() : tk_strerror(rc));
+	}
+	progress_end(ctx);
+	fprintf(stderr, "%s: %s\n", ctx->prog, msg);
+	return tk_exit_status(rc);
+}
+
+int tk_ctx_store(tk_ctx *ctx, tk_store **out)
+{
+	if (!ctx->store) {
+		int rc = store_open(ctx->common.db,
+		                    (ctx->cmd->flags & STORE_WRITE) ? 0 : STORE_READONLY, &ctx->store);
+		if (rc)
+			return tk_fail(ctx, rc, NULL);
+	}
+	*out = ctx->store;
+	return 0;
+}
+
+/* ---- progress ------------------------------------------------------------------ */
+
+static int progress_shown;
+
+void progress_draw(tk_ctx *ctx, const char *label, double done, double total, const char *extra)
+{
+	if (!ctx->err_tty || ctx->common.quiet)
+		return;
+	int width = 30, fill = total > 0 ? (int)(width * done / total + 0.5) : 0;
+	char bar[64];
+	if (fill > width)
+		fill = width;
+	for (int i = 0; i < width; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[width] = 0;
+	fprintf(stderr, "\r\033[K%s [%s] %.0f/%.0f %s", label, bar, done, total, extra ? extra : "");
+	fflush(stderr);
+	progress_shown = 1;
+}
+
+void progress_end(tk_ctx *ctx)
+{
+	if (progress_shown) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+		progress_shown = 0;
+	}
+}
+
+/* ---- tables ------------------------------------------------------------------- */
+
+struct table {
+	int ncol, nrow, cap;
+	char **cell; /* nrow+1 rows (header first) of ncol */
+	int oom;
+};
+
+table *table_new(int ncol, const char *const *header)
+{
+	table *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->ncol = ncol;
+	table_row(t, header);
+	return t;
+}
+
+void table_row(table *t, const char *const *cells)
+{
+	if (t->nrow == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 16;
+		char **c = realloc(t->cell, sizeof *c * (size_t)(cap * t->ncol));
+		if (!c) {
+			t->oom = 1;
+			return;
+		}
+		t->cell = c;
+		t->cap = cap;
+	}
+	for (int i = 0; i < t->ncol; i++)
+		t->cell[t->nrow * t->ncol + i] = cells[i] ? strdup(cells[i]) : NULL;
+	t->nrow++;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* A cell is printed as a JSON number if it parses as one. */
+static void json_value(FILE *f, const char *s)
+{
+	double v;
+	if (!s || !*s)
+		fputs("null", f);
+	else if (!tk_parse_f64(s, &v))
+		fputs(s, f);
+	else
+		json_string(f, s);
+}
+
+void table_free(table *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->nrow * t->ncol; i++)
+		free(t->cell[i]);
+	free(t->cell);
+	free(t);
+}
+
+int table_print(table *t, FILE *f, int format)
+{
+	int nc = t->ncol;
+	if (format == FMT_AUTO)
+		format = isatty(fileno(f)) ? FMT_TABLE : FMT_TSV;
+	if (format == FMT_TABLE) {
+		int w[64] = { 0 };
+		for (int r = 0; r < t->nrow; r++)
+			for (int c = 0; c < nc && c < 64; c++) {
+				const char *s = t->cell[r * nc + c];
+				int l = s ? (int)strlen(s) : 0;
+				if (l > w[c])
+					w[c] = l;
+			}
+		for (int r = 0; r < t->nrow; r++) {
+			for (int c = 0; c < nc; c++) {
+				const char *s = t->cell[r * nc + c];
+				if (c == nc - 1)
+					fprintf(f, "%s", s ? s : "");
+				else
+					fprintf(f, "%-*s  ", w[c < 64 ? c : 63], s ? s : "");
+			}
+			fputc('\n', f);
+		}
+	} else if (format == FMT_TSV) {
+		for (int r = 0; r < t->nrow; r++)
+			for (int c = 0; c < nc; c++) {
+				const char *s = t->cell[r * nc + c];
+				fprintf(f, "%s%c", s ? s : "", c == nc - 1 ? '\n' : '\t');
+			}
+	} else {
+		fputs("[", f);
+		for (int r = 1; r < t->nrow; r++) {
+			fputs(r > 1 ? ",\n {" : "\n {", f);
+			for (int c = 0; c < nc; c++) {
+				if (c)
+					fputs(", ", f);
+				json_string(f, t->cell[c]);
+				fputs(": ", f);
+				json_value(f, t->cell[r * nc + c]);
+			}
+			fputc('}', f);
+		}
+		fputs(t->nrow > 1 ? "\n]\n" : "]\n", f);
+	}
+	int oom = t->oom;
+	table_free(t);
+	if (fflush(f) || ferror(f) || oom)
+		return EXIT_FAIL;
+	return EXIT_OK;
+}
+
+int format_parse(const char *s)
+{
+	if (!s)
+		return FMT_AUTO;
+	if (!strcmp(s, "table"))
+		return FMT_TABLE;
+	if (!strcmp(s, "tsv"))
+		return FMT_TSV;
+	if (!strcmp(s, "json"))
+		return FMT_JSON;
+	return -1;
+}
+
+const char *fmt_seconds(char *buf, double s)
+{
+	if (s < 0)
+		snprintf(buf, 32, "-");
+	else if (s < 1e-6)
+		snprintf(buf, 32, "%.1f ns", s * 1e9);
+	else if (s < 1e-3)
+		snprintf(buf, 32, "%.2f us", s * 1e6);
+	else if (s < 1)
+		snprintf(buf, 32, "%.3f ms", s * 1e3);
+	else
+		snprintf(buf, 32, "%.3f s", s);
+	return buf;
+}
+
+const char *fmt_num(char *buf, const char *fmt, double v)
+{
+	snprintf(buf, 32, fmt, v);
+	return buf;
+}

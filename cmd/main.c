@@ -1,0 +1,148 @@
+/*
+ * main: the tunekit binary. One sorted command table; the dispatcher finds
+ * the command (from argv[1], or from argv[0] when invoked through a link
+ * named tunekit-CMD), sets up what every command shares (defaults of the
+ * common options, signals, terminal detection, the command line for the
+ * run table) and calls it. The store is opened lazily by tk_ctx_store()
+ * with the access the table entry asks for.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+
+int cmd_help(int argc, char **argv, tk_ctx *ctx);
+int cmd_measure(int argc, char **argv, tk_ctx *ctx);
+int cmd_report(int argc, char **argv, tk_ctx *ctx);
+
+/* Sorted by name. */
+static const tk_cmd commands[] = {
+	{ "help", cmd_help, 0, "help on commands, operators and targets" },
+	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
+	  "compile, check and time configurations on this CPU" },
+	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },
+};
+
+static const tk_cmd *find_cmd(const char *name)
+{
+	int lo = 0, hi = ArraySize(commands) - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2, c = strcmp(name, commands[mid].name);
+		if (!c)
+			return &commands[mid];
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+void main_list_commands(FILE *f)
+{
+	for (int i = 0; i < ArraySize(commands); i++)
+		fprintf(f, "  %-18s %s\n", commands[i].name, commands[i].summary);
+}
+
+static void on_signal(int sig)
+{
+	if (tk_interrupted) {
+		/* second signal: give up at once */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	tk_interrupted = 1;
+}
+
+static char *join_argv(int argc, char **argv)
+{
+	tk_sb sb;
+	tk_sb_init(&sb);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int quote = !*a || strpbrk(a, " \t\n'\"$;|&<>*?()") != NULL;
+		if (i)
+			tk_sb_putc(&sb, ' ');
+		if (!quote) {
+			tk_sb_puts(&sb, a);
+			continue;
+		}
+		tk_sb_putc(&sb, '\'');
+		for (; *a; a++) {
+			if (*a == '\'')
+				tk_sb_puts(&sb, "'\\''");
+			else
+				tk_sb_putc(&sb, *a);
+		}
+		tk_sb_putc(&sb, '\'');
+	}
+	return tk_sb_take(&sb);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tunekit COMMAND [OPTIONS] [ARGS]\n"
+	           "       tunekit --version\n\n"
+	           "Auto-tuning of tensor programs on this machine. Commands:\n\n");
+	main_list_commands(f);
+	fprintf(f, "\n'tunekit help COMMAND' or 'tunekit COMMAND --help' for details;\n"
+	           "'tunekit help tasks' lists the operators, 'tunekit help targets' the targets.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	const tk_cmd *cmd = NULL;
+	int shift = 1;
+
+	if (!strncmp(base, "tunekit-", 8) && (cmd = find_cmd(base + 8)))
+		shift = 0;
+	else if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	} else if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("tunekit %s\n", TK_VERSION);
+		return EXIT_OK;
+	} else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return EXIT_OK;
+	} else if (!(cmd = find_cmd(argv[1]))) {
+		fprintf(stderr, "tunekit: '%s' is not a tunekit command (see 'tunekit help')\n", argv[1]);
+		return EXIT_USAGE;
+	}
+
+	tk_ctx ctx;
+	char prog[64];
+	memset(&ctx, 0, sizeof ctx);
+	snprintf(prog, sizeof prog, "tunekit %s", cmd->name);
+	ctx.cmd = cmd;
+	ctx.prog = prog;
+	ctx.common.db = getenv("TUNEKIT_DB") && *getenv("TUNEKIT_DB") ? getenv("TUNEKIT_DB")
+	                                                              : "tunekit.db";
+	ctx.common.seed = 1;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	ctx.common.jobs = ncpu > 0 ? ncpu : 1;
+	ctx.out_tty = isatty(1);
+	ctx.err_tty = isatty(2);
+	ctx.cmdline = join_argv(argc, argv);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	int rc = cmd->fn(argc - shift, argv + shift, &ctx);
+	store_close(ctx.store);
+	free(ctx.cmdline);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: error writing standard output\n", prog);
+		if (!rc)
+			rc = EXIT_FAIL;
+	}
+	return rc;
+}

@@ -1,0 +1,398 @@
+/*
+ * measure: compile, check and time configurations of tasks on this CPU, and
+ * record every outcome.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "codegen/kernel.h"
+#include "measure/measure.h"
+#include "record/record.h"
+#include "task/network.h"
+
+static const char *const usage[] = {
+	"tunekit measure [--task TASK]... [--network NAME] [--sample N] [--naive]\n"
+	"                [--config CONFIG]... [--config -] [OPTIONS]",
+	"Compile configurations of each task into kernels, run each kernel in a child process on\n"
+	"this CPU, check its output against the reference implementation and time it. Every\n"
+	"outcome, valid or not, is recorded in the store under this target's hardware ID. With\n"
+	"--config -, TASK<TAB>CONFIG lines (or a record stream with task and config columns) are\n"
+	"read from standard input. Prints the records: a table on a terminal, TSV otherwise.\n"
+	"With --emit-c, --emit-ir or --emit-sched, prints the kernel instead of measuring it.",
+};
+
+static struct {
+	opt_list task, config;
+	const char *network, *cache_dir;
+	int64_t sample, number, repeat, warmup, batch;
+	double min_repeat_ms, timeout, build_timeout;
+	int naive, flush, emit_c, emit_ir, emit_sched;
+} o;
+
+static const opt options[] = {
+	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to measure, e.g. dense:m=512,n=512,k=512 (repeatable)" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_INT, "sample", 'n', &o.sample, "N", "N distinct random configurations per task" },
+	{ OPT_FLAG, "naive", 0, &o.naive, NULL, "also the naive configuration (the plain loop nest)" },
+	{ OPT_LIST, "config", 'c', &o.config, "CONFIG", "a configuration, or - to read TASK<TAB>CONFIG lines" },
+	{ OPT_FLAG, "emit-c", 0, &o.emit_c, NULL, "print the generated C instead of measuring" },
+	{ OPT_FLAG, "emit-ir", 0, &o.emit_ir, NULL, "print the loop-nest IR instead of measuring" },
+	{ OPT_FLAG, "emit-sched", 0, &o.emit_sched, NULL, "print the schedule primitives instead of measuring" },
+	{ OPT_INT, "number", 0, &o.number, "N", "calls per repeat (default 0: from --min-repeat-ms)" },
+	{ OPT_INT, "repeat", 0, &o.repeat, "N", "timed repeats kept per kernel (default 5)" },
+	{ OPT_DOUBLE, "min-repeat-ms", 0, &o.min_repeat_ms, "MS", "minimum length of a repeat (default 10)" },
+	{ OPT_INT, "warmup", 0, &o.warmup, "N", "untimed calls before timing (default 1)" },
+	{ OPT_FLAG, "flush-cache", 0, &o.flush, NULL, "flush the CPU caches between repeats" },
+	{ OPT_DOUBLE, "timeout", 0, &o.timeout, "S", "limit of one kernel run in seconds (default 10)" },
+	{ OPT_DOUBLE, "build-timeout", 0, &o.build_timeout, "S", "limit of one compilation (default 60)" },
+	{ OPT_STRING, "cache-dir", 0, &o.cache_dir, "DIR", "compiled-kernel cache (default ~/.cache/tunekit)" },
+	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations built and committed together (default 16)" },
+	OPT_END_
+};
+
+/* One task and the configurations to measure on it. */
+typedef struct job {
+	char *task;
+	ms_task *t;
+	int n, cap;
+	sp_config *cfg;
+} job;
+
+typedef struct work {
+	int n;
+	job *job;
+} work;
+
+static job *job_for(work *w, const char *task)
+{
+	for (int i = 0; i < w->n; i++)
+		if (!strcmp(w->job[i].task, task))
+			return &w->job[i];
+	job *j = realloc(w->job, sizeof *j * (size_t)(w->n + 1));
+	if (!j)
+		return NULL;
+	w->job = j;
+	j = &w->job[w->n++];
+	memset(j, 0, sizeof *j);
+	j->task = strdup(task);
+	return j->task ? j : NULL;
+}
+
+static int add_cfg(job *j, const sp_config *c)
+{
+	uint64_t idx = sp_index(j->t->space, c);
+	for (int i = 0; i < j->n; i++)
+		if (sp_index(j->t->space, &j->cfg[i]) == idx)
+			return 0; /* measured once per call */
+	if (j->n == j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 16;
+		sp_config *n = realloc(j->cfg, sizeof *n * (size_t)j->cap);
+		if (!n)
+			return -1;
+		j->cfg = n;
+	}
+	j->cfg[j->n++] = *c;
+	return 0;
+}
+
+/* Open job's task (canonical key) once; add configuration text. */
+static int add_task(tk_ctx *ctx, work *w, const char *task, const char *config, job **out)
+{
+	ms_task *t;
+	int rc = ms_task_open(task, (uint64_t)ctx->common.seed, &t);
+	if (rc)
+		return tk_fail(ctx, rc, NULL);
+	job *j = job_for(w, t->prog->key);
+	if (!j) {
+		ms_task_free(t);
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	}
+	if (j->t)
+		ms_task_free(t);
+	else
+		j->t = t;
+	if (config) {
+		sp_config c;
+		if ((rc = sp_parse(j->t->space, config, &c)))
+			return tk_fail(ctx, rc, NULL);
+		if (add_cfg(j, &c))
+			return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	}
+	if (out)
+		*out = j;
+	return 0;
+}
+
+static int read_stdin(tk_ctx *ctx, work *w)
+{
+	rec_stream rs;
+	const char *task, *config;
+	int64_t id;
+	int rc, got;
+	rec_stream_init(&rs, stdin, "stdin");
+	while ((got = rec_stream_next(&rs, &task, &config, &id)) > 0) {
+		if (!task || !config) {
+			rec_stream_free(&rs);
+			return tk_fail(ctx, TK_EINVAL, "stdin: the stream has no task and config columns");
+		}
+		if ((rc = add_task(ctx, w, task, config, NULL))) {
+			rec_stream_free(&rs);
+			return rc;
+		}
+	}
+	rec_stream_free(&rs);
+	return got < 0 ? tk_fail(ctx, -got, NULL) : 0;
+}
+
+static int emit(tk_ctx *ctx, job *j, const tk_target *tg)
+{
+	for (int i = 0; i < j->n; i++) {
+		kn_kernel k;
+		int rc = kn_build(j->t->space, &j->cfg[i], tg, o.emit_ir, &k);
+		if (rc)
+			return tk_fail(ctx, rc, NULL);
+		if (o.emit_sched)
+			printf("# %s\n# %s\n%s", j->task, k.config, k.sched);
+		if (!k.src) {
+			rc = tk_fail(ctx, TK_EINVAL, "%s [%s]: %s", j->task, k.config, k.why);
+			kn_kernel_free(&k);
+			return rc;
+		}
+		if (o.emit_ir) {
+			tk_sb sb;
+			tk_sb_init(&sb);
+			ir_print(&sb, k.ir);
+			printf("# %s\n# %s\n%s", j->task, k.config, sb.s ? sb.s : "");
+			tk_sb_free(&sb);
+		}
+		if (o.emit_c)
+			fputs(k.src, stdout);
+		kn_kernel_free(&k);
+	}
+	return 0;
+}
+
+typedef struct prog_ctx {
+	tk_ctx *ctx;
+	const char *task;
+	int base, total;
+} prog_ctx;
+
+static void on_progress(void *p, const char *phase, int done, int total)
+{
+	prog_ctx *pc = p;
+	char label[80];
+	snprintf(label, sizeof label, "%.40s %s", pc->task, phase);
+	progress_draw(pc->ctx, label, pc->base + (strcmp(phase, "run") ? 0 : done), pc->total, NULL);
+}
+
+static const char *const stream_header[] = {
+	"id", "run", "trial", "task", "config", "hw", "valid", "error", "latency_s", "gflops",
+};
+
+static void stream_row(table *tb, FILE *f, int64_t id, const rec_session *s, int trial,
+                       const char *task, const ms_result *r, double flops)
+{
+	char sid[24], srun[24], strial[24], shw[24], lat[32] = "", gf[32] = "";
+	snprintf(sid, sizeof sid, "%lld", (long long)id);
+	snprintf(srun, sizeof srun, "%lld", (long long)s->run_id);
+	snprintf(strial, sizeof strial, "%d", trial);
+	snprintf(shw, sizeof shw, "%lld", (long long)s->hw_id);
+	if (r->error == MEAS_OK) {
+		snprintf(lat, sizeof lat, "%.6e", r->run.median);
+		snprintf(gf, sizeof gf, "%.3f", flops / r->run.median * 1e-9);
+	}
+	const char *cells[] = { sid, srun, strial, task, r->config, shw,
+	                        r->error == MEAS_OK ? "1" : "0", meas_error_name(r->error), lat, gf };
+	if (tb)
+		table_row(tb, cells);
+	else
+		for (int c = 0; c < ArraySize(cells); c++)
+			fprintf(f, "%s%c", cells[c], c == ArraySize(cells) - 1 ? '\n' : '\t');
+}
+
+static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
+{
+	tk_store *st;
+	rec_session s;
+	int rc;
+	if ((rc = tk_ctx_store(ctx, &st)))
+		return rc;
+	if ((rc = rec_begin(&s, st, tg, ctx->cmdline, "measure", ctx->common.seed, NULL)))
+		return tk_fail(ctx, rc, NULL);
+	ms_opts mo;
+	ms_opts_default(&mo);
+	mo.jobs = (int)ctx->common.jobs;
+	mo.cache_dir = o.cache_dir;
+	mo.run.number = (int)o.number;
+	mo.run.repeat = (int)o.repeat;
+	mo.run.warmup = (int)o.warmup;
+	mo.run.min_repeat_ms = o.min_repeat_ms;
+	mo.run.timeout_s = o.timeout;
+	mo.run.flush_cache = o.flush;
+	mo.build_timeout = o.build_timeout;
+	prog_ctx pc = { .ctx = ctx };
+	mo.progress = on_progress;
+	mo.ctx = &pc;
+	table *tb = ctx->out_tty ? table_new(ArraySize(stream_header), stream_header) : NULL;
+	if (!ctx->out_tty) {
+		for (int c = 0; c < ArraySize(stream_header); c++)
+			printf("%s%c", stream_header[c], c == ArraySize(stream_header) - 1 ? '\n' : '\t');
+		fflush(stdout);
+	}
+	int status = EXIT_OK;
+	for (int ji = 0; ji < w->n && !status; ji++) {
+		job *j = &w->job[ji];
+		int64_t task_id;
+		int nvalid = 0, best = -1;
+		double best_lat = 0;
+		char *best_cfg = NULL;
+		if ((rc = rec_task(&s, j->t->prog, &task_id))) {
+			status = tk_fail(ctx, rc, NULL);
+			break;
+		}
+		pc.task = j->task;
+		pc.total = j->n;
+		for (int b = 0; b < j->n && !status; b += (int)o.batch) {
+			int n = j->n - b < o.batch ? j->n - b : (int)o.batch;
+			ms_result *r = calloc((size_t)n, sizeof *r);
+			int64_t *ids = calloc((size_t)n, sizeof *ids);
+			pc.base = b;
+			if (!r || !ids)
+				rc = tk_seterr(TK_ENOMEM, "out of memory");
+			else if (!(rc = ms_measure(j->t, tg, &mo, &j->cfg[b], n, r))) {
+				int trial0 = s.trial;
+				rc = rec_batch(&s, task_id, r, n, ids);
+				for (int i = 0; !rc && i < n; i++) {
+					stream_row(tb, stdout, ids[i], &s, trial0 + i, j->task, &r[i], j->t->prog->flops);
+					if (r[i].error == MEAS_OK) {
+						nvalid++;
+						if (best < 0 || r[i].run.median < best_lat) {
+							best = b + i;
+							best_lat = r[i].run.median;
+							free(best_cfg);
+							best_cfg = strdup(r[i].config);
+						}
+					}
+				}
+				fflush(stdout);
+				ms_results_free(r, n);
+			}
+			free(r);
+			free(ids);
+			if (rc)
+				status = tk_fail(ctx, rc, NULL);
+			else if (tk_interrupted)
+				status = tk_fail(ctx, TK_EINTR, "interrupted; %d records of this run are stored",
+				                 s.trial);
+		}
+		progress_end(ctx);
+		if (!ctx->common.quiet && !status) {
+			char lat[32];
+			if (best >= 0)
+				fprintf(stderr, "%s: %d measured, %d valid, best %s (%.2f GFLOPS) %s\n", j->task,
+				        j->n, nvalid, fmt_seconds(lat, best_lat),
+				        j->t->prog->flops / best_lat * 1e-9, best_cfg);
+			else
+				fprintf(stderr, "%s: %d measured, none valid\n", j->task, j->n);
+		}
+		free(best_cfg);
+	}
+	if ((rc = rec_end(&s)) && !status)
+		status = tk_fail(ctx, rc, NULL);
+	if (tb) {
+		int prc = table_print(tb, stdout, FMT_TABLE);
+		if (!status)
+			status = prc;
+	}
+	return status;
+}
+
+static void work_free(work *w)
+{
+	for (int i = 0; i < w->n; i++) {
+		free(w->job[i].task);
+		free(w->job[i].cfg);
+		ms_task_free(w->job[i].t);
+	}
+	free(w->job);
+}
+
+int cmd_measure(int argc, char **argv, tk_ctx *ctx)
+{
+	work w = { 0 };
+	tk_target tg;
+	int rc, from_stdin = 0;
+	o.repeat = 5;
+	o.warmup = 1;
+	o.min_repeat_ms = 10;
+	o.timeout = 10;
+	o.build_timeout = 60;
+	o.batch = 16;
+	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (argc > 0)
+		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
+	if (o.sample < 0 || o.repeat < 1 || o.repeat > RUN_MAXREPEAT || o.number < 0 ||
+	    o.warmup < 0 || o.batch < 1 || o.timeout <= 0 || o.build_timeout <= 0 ||
+	    o.min_repeat_ms < 0)
+		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
+	if ((rc = tk_target_parse(ctx->common.target, &tg)))
+		return tk_fail(ctx, rc, NULL);
+
+	/* the work list: tasks, then their configurations */
+	tk_network *net = NULL;
+	if (o.network && (rc = net_load(o.network, &net)))
+		return tk_fail(ctx, rc, NULL);
+	int ntask = o.task.n + (net ? net->n : 0);
+	for (int i = 0; i < ntask && !rc; i++)
+		rc = add_task(ctx, &w, i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task, NULL, NULL);
+	net_free(net);
+	for (int i = 0; i < o.config.n && !rc; i++) {
+		if (!strcmp(o.config.v[i], "-")) {
+			from_stdin = 1;
+			continue;
+		}
+		if (ntask != 1)
+			rc = tk_fail(ctx, TK_EINVAL, "--config CONFIG needs exactly one --task");
+		else
+			rc = add_task(ctx, &w, w.job[0].task, o.config.v[i], NULL);
+	}
+	if (!rc && from_stdin)
+		rc = read_stdin(ctx, &w);
+	if (!rc && w.n == 0)
+		rc = tk_fail(ctx, TK_EINVAL, "nothing to measure: give --task, --network or --config -");
+	for (int i = 0; i < w.n && !rc; i++) {
+		job *j = &w.job[i];
+		sp_config c;
+		tk_rng rng;
+		if (o.naive) {
+			sp_naive(j->t->space, &c);
+			if (add_cfg(j, &c))
+				rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		}
+		tk_rng_seed(&rng, (uint64_t)ctx->common.seed, tk_hash64(j->task, strlen(j->task), 0));
+		int want = j->n + (int)(o.sample < (int64_t)j->t->space->size ? o.sample
+		                                                               : (int64_t)j->t->space->size);
+		for (int tries = 0; !rc && j->n < want && tries < 100 * want; tries++) {
+			sp_sample(j->t->space, &rng, &c);
+			if (add_cfg(j, &c))
+				rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		}
+		if (!rc && j->n == 0)
+			rc = tk_fail(ctx, TK_EINVAL, "%s: no configurations (give --sample, --naive or --config)",
+			             j->task);
+	}
+	if (!rc) {
+		if (o.emit_c || o.emit_ir || o.emit_sched)
+			for (int i = 0; i < w.n && !rc; i++)
+				rc = emit(ctx, &w.job[i], &tg);
+		else
+			rc = measure_all(ctx, &w, &tg);
+	}
+	work_free(&w);
+	free(o.task.v);
+	free(o.config.v);
+	return rc;
+}

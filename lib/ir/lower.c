@@ -1,0 +1,828 @@
+/*
+ * lower: schedule + tensor expression -> loop-nest IR.
+ *
+ * Per stage, the primitives are replayed on a table of loops (itervars): the
+ * stage's axes, the parts of split axes, fused loops; the leaves in nest
+ * order become IR loops. The value of every axis is rebuilt from the loops
+ * that enclose the point of use (split parts: sum of part * stride; fused
+ * loops: div and mod), so the same leaves can be emitted several times
+ * (accumulator init, update, write-back) each with its own IR loops.
+ *
+ * Splits that do not divide their axis give tails: part i of a split runs to
+ * min(f_i, ceil((E - base_i) / S_i)), where base_i is the index already
+ * covered by the outer parts and S_i the product of the inner extents; the
+ * bound folds to f_i whenever the split divides.
+ *
+ * The generated structure of a stage is
+ *
+ *     [zero the output]           when the reduction is not all inside a tile
+ *     [packed copies of inputs]   pack primitives: tiled dimensions split
+ *                                 into outer and inner parts, laid out
+ *                                 outer parts, other dims, inner parts
+ *                                 (B[k,n] -> Bp[n/16][k][16]); padded
+ *                                 dimensions made total (no guards)
+ *     for leaves up to cache_write:
+ *        alloc acc[inner spatial leaves]
+ *        acc = 0 (or the partial sums from the output)
+ *        for remaining leaves: acc += product of reads
+ *        output = epilogue(acc)
+ *     [epilogue pass]             when the epilogue could not run on the tile
+ */
+#include "lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACC_MAX_FLOATS (1 << 18) /* 1 MiB accumulator tile */
+
+enum { IV_AXIS, IV_PART, IV_FUSED };
+
+typedef struct iv {
+	const char *name;
+	int kind;
+	int axis;            /* IV_AXIS, IV_PART */
+	int part, nparts;    /* IV_PART */
+	int64_t extent;      /* constant iteration bound */
+	int64_t stride;      /* IV_PART: product of the extents of the inner parts */
+	int first;           /* IV_PART: loop number of part 0 */
+	int fa, fb;          /* IV_FUSED: components */
+	int parent;          /* loop that replaced this one (fused into), -1 */
+	int split;           /* IV_AXIS: first part if split, -1 */
+	int ann;
+	ir_stmt *loop;       /* IR loop currently bound to this leaf */
+} iv;
+
+typedef struct stage_state {
+	int niv;
+	iv ivs[SC_MAXLOOP];
+	int norder;
+	int order[SC_MAXLOOP];
+	int cache_at;
+	int pack[TE_MAXREAD];
+	int64_t unroll_max;
+	int explicit;
+} stage_state;
+
+typedef struct lw {
+	ir_func *f;
+	const te_prog *p;
+	ir_buf *tbuf[TE_MAXTENSOR]; /* buffer of each tensor */
+	jmp_buf fail;
+} lw;
+
+static void __attribute__((noreturn, format(printf, 2, 3))) fail(lw *L, const char *fmt, ...)
+{
+	char buf[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	tk_seterr(TK_EINVAL, "invalid schedule: %s", buf);
+	longjmp(L->fail, 1);
+}
+
+static ir_buf *new_buf(lw *L, const char *name, int kind, int ndim, const int64_t *shape)
+{
+	ir_buf *b = ir_buf_new(L->f, name, kind, ndim, shape);
+	if (!b)
+		fail(L, "more than %d buffers", IR_MAXBUF);
+	return b;
+}
+
+/* ---- replaying primitives ------------------------------------------ */
+
+static int order_pos(const stage_state *ss, int l)
+{
+	for (int i = 0; i < ss->norder; i++)
+		if (ss->order[i] == l)
+			return i;
+	return -1;
+}
+
+static int is_leaf(const stage_state *ss, int l)
+{
+	return l >= 0 && l < ss->niv && order_pos(ss, l) >= 0;
+}
+
+/* Constant bound of a leaf: parts other than the outermost have one only
+ * when the split divides what their outer parts leave. */
+static int const_bound(const te_stage *st, const stage_state *ss, int l)
+{
+	const iv *v = &ss->ivs[l];
+	if (v->kind != IV_PART || v->part == 0)
+		return 1;
+	return st->axis[v->axis].extent % (v->stride * v->extent) == 0;
+}
+
+static void apply(lw *L, const te_stage *st, stage_state *ss, const sc_prim *pr)
+{
+	switch (pr->kind) {
+	case SC_SPLIT: {
+		int a = pr->a;
+		if (a < 0 || a >= st->naxis || ss->ivs[a].split >= 0 || !is_leaf(ss, a))
+			fail(L, "split of a loop that is not an unsplit axis");
+		int n = pr->n + 1, pos = order_pos(ss, a);
+		if (ss->niv + n > SC_MAXLOOP || ss->norder + n - 1 > SC_MAXLOOP)
+			fail(L, "too many loops");
+		int64_t inner = 1;
+		for (int i = 0; i < pr->n; i++)
+			inner *= pr->f[i];
+		int first = ss->niv;
+		ss->ivs[a].split = first;
+		int64_t stride = inner;
+		for (int i = 0; i < n; i++) {
+			iv *v = &ss->ivs[ss->niv++];
+			memset(v, 0, sizeof *v);
+			v->name = tk_arena_printf(&L->f->arena, "%s_%d", st->axis[a].name, i);
+			v->kind = IV_PART;
+			v->axis = a;
+			v->part = i;
+			v->nparts = n;
+			v->first = first;
+			v->parent = v->split = -1;
+			v->extent = i == 0 ? (st->axis[a].extent + inner - 1) / inner : pr->f[i - 1];
+			if (i > 0)
+				stride /= pr->f[i - 1];
+			v->stride = stride;
+		}
+		/* replace a by its parts in the order */
+		memmove(&ss->order[pos + n], &ss->order[pos + 1],
+		        sizeof(int) * (size_t)(ss->norder - pos - 1));
+		for (int i = 0; i < n; i++)
+			ss->order[pos + i] = first + i;
+		ss->norder += n - 1;
+		return;
+	}
+	case SC_FUSE: {
+		int pa = order_pos(ss, pr->a), pb = order_pos(ss, pr->b);
+		if (pa < 0 || pb != pa + 1)
+			fail(L, "fuse of loops that are not adjacent");
+		if (!const_bound(st, ss, pr->a) || !const_bound(st, ss, pr->b))
+			fail(L, "fuse of a loop with a tail");
+		if (ss->niv == SC_MAXLOOP)
+			fail(L, "too many loops");
+		int l = ss->niv++;
+		iv *v = &ss->ivs[l];
+		memset(v, 0, sizeof *v);
+		v->name = tk_arena_printf(&L->f->arena, "%s_%s", ss->ivs[pr->a].name, ss->ivs[pr->b].name);
+		v->kind = IV_FUSED;
+		v->fa = pr->a;
+		v->fb = pr->b;
+		v->extent = ss->ivs[pr->a].extent * ss->ivs[pr->b].extent;
+		v->parent = v->split = -1;
+		ss->ivs[pr->a].parent = ss->ivs[pr->b].parent = l;
+		ss->order[pa] = l;
+		memmove(&ss->order[pb], &ss->order[pb + 1], sizeof(int) * (size_t)(ss->norder - pb - 1));
+		ss->norder--;
+		return;
+	}
+	case SC_REORDER: {
+		int pos[SC_MAXLOOP];
+		for (int i = 0; i < pr->n; i++) {
+			pos[i] = order_pos(ss, pr->order[i]);
+			if (pos[i] < 0)
+				fail(L, "reorder of a loop that is not a leaf");
+			for (int j = 0; j < i; j++)
+				if (pos[j] == pos[i])
+					fail(L, "reorder names a loop twice");
+		}
+		/* the listed loops take their own positions, sorted, in list order */
+		int sorted[SC_MAXLOOP];
+		memcpy(sorted, pos, sizeof(int) * (size_t)pr->n);
+		for (int i = 1; i < pr->n; i++)
+			for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+				int t = sorted[j];
+				sorted[j] = sorted[j - 1];
+				sorted[j - 1] = t;
+			}
+		for (int i = 0; i < pr->n; i++)
+			ss->order[sorted[i]] = pr->order[i];
+		return;
+	}
+	case SC_PARALLEL:
+	case SC_VECTORIZE:
+	case SC_UNROLL:
+		if (!is_leaf(ss, pr->a))
+			fail(L, "%s of a loop that is not a leaf", sc_kind_name(pr->kind));
+		ss->ivs[pr->a].ann = pr->kind == SC_PARALLEL ? ANN_PARALLEL
+		                   : pr->kind == SC_VECTORIZE ? ANN_VECTORIZE : ANN_UNROLL;
+		return;
+	case SC_CACHE_WRITE:
+		if (!is_leaf(ss, pr->a))
+			fail(L, "cache_write at a loop that is not a leaf");
+		ss->cache_at = pr->a;
+		return;
+	case SC_PACK:
+		if (pr->a < 0 || pr->a >= st->nread)
+			fail(L, "pack of an unknown read");
+		ss->pack[pr->a] = 1;
+		return;
+	case SC_PRAGMA:
+		ss->unroll_max = pr->f[0];
+		ss->explicit = pr->f[1] != 0;
+		return;
+	}
+	fail(L, "unknown primitive");
+}
+
+/* ---- values of loops and axes --------------------------------------- */
+
+static ir_expr *loop_value(lw *L, const stage_state *ss, int l)
+{
+	const iv *v = &ss->ivs[l];
+	if (v->parent >= 0) {
+		const iv *fz = &ss->ivs[v->parent];
+		ir_expr *fv = loop_value(L, ss, v->parent);
+		int64_t eb = ss->ivs[fz->fb].extent;
+		if (fz->fa == l)
+			return ir_bin(L->f, IR_DIV, fv, ir_int(L->f, eb));
+		return ir_bin(L->f, IR_MOD, fv, ir_int(L->f, eb));
+	}
+	if (!v->loop)
+		fail(L, "loop %s used outside its nest (check the order of split parts)", v->name);
+	return ir_var(L->f, v->loop);
+}
+
+static ir_expr *axis_value(lw *L, const stage_state *ss, int a)
+{
+	const iv *v = &ss->ivs[a];
+	if (v->split < 0)
+		return loop_value(L, ss, a);
+	ir_expr *e = ir_int(L->f, 0);
+	for (int i = 0; i < ss->ivs[v->split].nparts; i++) {
+		int l = v->split + i;
+		e = ir_bin(L->f, IR_ADD, e,
+		           ir_bin(L->f, IR_MUL, loop_value(L, ss, l), ir_int(L->f, ss->ivs[l].stride)));
+	}
+	return e;
+}
+
+/* Extent expression of leaf l given the loops currently bound. */
+static ir_expr *leaf_extent(lw *L, const te_stage *st, const stage_state *ss, int l)
+{
+	const iv *v = &ss->ivs[l];
+	if (const_bound(st, ss, l))
+		return ir_int(L->f, v->extent);
+	/* min(f, ceil((E - base) / S)) */
+	ir_expr *base = ir_int(L->f, 0);
+	for (int j = v->first; j < v->first + v->part; j++)
+		base = ir_bin(L->f, IR_ADD, base,
+		              ir_bin(L->f, IR_MUL, loop_value(L, ss, j), ir_int(L->f, ss->ivs[j].stride)));
+	int64_t e = st->axis[v->axis].extent;
+	ir_expr *rem = ir_bin(L->f, IR_SUB, ir_int(L->f, e + v->stride - 1), base);
+	return ir_bin(L->f, IR_MIN, ir_int(L->f, v->extent),
+	              ir_bin(L->f, IR_DIV, rem, ir_int(L->f, v->stride)));
+}
+
+static int leaf_is_reduce(const te_stage *st, const stage_state *ss, int l)
+{
+	const iv *v = &ss->ivs[l];
+	if (v->kind == IV_FUSED)
+		return leaf_is_reduce(st, ss, v->fa) || leaf_is_reduce(st, ss, v->fb);
+	return st->axis[v->axis].reduce;
+}
+
+/* ---- expressions from the tensor expression ------------------------- */
+
+/* Index expression e over the stage axes; EDIV guards are and-ed into *guard. */
+static ir_expr *conv_index(lw *L, const stage_state *ss, const te_expr *e, ir_expr **guard)
+{
+	ir_func *f = L->f;
+	switch (e->kind) {
+	case TE_CONST: return ir_int(f, e->val);
+	case TE_AXIS: return axis_value(L, ss, (int)e->val);
+	}
+	ir_expr *a = conv_index(L, ss, e->a, guard), *b = conv_index(L, ss, e->b, guard);
+	switch (e->kind) {
+	case TE_ADD: return ir_bin(f, IR_ADD, a, b);
+	case TE_SUB: return ir_bin(f, IR_SUB, a, b);
+	case TE_MUL: return ir_bin(f, IR_MUL, a, b);
+	case TE_DIV: return ir_bin(f, IR_DIV, a, b);
+	case TE_MOD: return ir_bin(f, IR_MOD, a, b);
+	case TE_EDIV:
+		*guard = ir_bin(f, IR_AND, *guard, ir_divides(f, a, e->b->val));
+		return ir_bin(f, IR_DIV, a, b);
+	}
+	return NULL;
+}
+
+/* Pack layout of one dimension of a read. */
+enum { PD_SPLIT, PD_PLAIN, PD_CONST, PD_CORE };
+typedef struct pdim {
+	int kind;
+	int axis;            /* PD_SPLIT, PD_PLAIN */
+	int64_t f;           /* PD_SPLIT: inner factor */
+	int64_t lo, ext;     /* PD_CORE: range of the core expression */
+	int64_t div;         /* PD_CORE: ediv divisor, 1 if none */
+	const te_expr *core; /* PD_CORE */
+} pdim;
+
+typedef struct packinfo {
+	ir_buf *buf;
+	int ndim;                 /* source dims */
+	pdim dim[TE_MAXDIM];
+	int outer_of[TE_MAXDIM];  /* packed dim holding the outer part of source dim d */
+	int inner_of[TE_MAXDIM];  /* packed dim of the inner part (PD_SPLIT), else -1 */
+} packinfo;
+
+static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const te_read *rd,
+                        packinfo *pk, int si, int r)
+{
+	const te_tensor *t = &L->p->tensor[rd->tensor];
+	int64_t ext[TE_MAXAXIS];
+	int64_t shape[IR_MAXDIM];
+	int nd = 0;
+	for (int a = 0; a < st->naxis; a++)
+		ext[a] = st->axis[a].extent;
+	pk->ndim = t->ndim;
+	for (int d = 0; d < t->ndim; d++) {
+		const te_expr *e = rd->idx[d];
+		pdim *pd = &pk->dim[d];
+		memset(pd, 0, sizeof *pd);
+		pd->div = 1;
+		if (e->kind == TE_AXIS) {
+			int a = (int)e->val;
+			const iv *v = &ss->ivs[a];
+			pd->axis = a;
+			pd->kind = PD_PLAIN;
+			if (v->split >= 0 && !st->axis[a].reduce && st->axis[a].extent == t->shape[d]) {
+				const iv *last = &ss->ivs[v->split + ss->ivs[v->split].nparts - 1];
+				if (last->extent > 1) {
+					pd->kind = PD_SPLIT;
+					pd->f = last->extent;
+				}
+			}
+		} else if (e->kind == TE_CONST) {
+			pd->kind = PD_CONST;
+		} else {
+			pd->kind = PD_CORE;
+			pd->core = e;
+			if (e->kind == TE_EDIV) {
+				pd->core = e->a;
+				pd->div = e->b->val;
+			}
+			int64_t hi;
+			te_expr_range(pd->core, ext, &pd->lo, &hi);
+			pd->ext = hi - pd->lo + 1;
+		}
+	}
+	/* layout: outer parts of tiled dims, the other dims, inner parts */
+	for (int d = 0; d < t->ndim; d++) {
+		pk->inner_of[d] = -1;
+		if (pk->dim[d].kind == PD_SPLIT) {
+			pk->outer_of[d] = nd;
+			shape[nd++] = (t->shape[d] + pk->dim[d].f - 1) / pk->dim[d].f;
+		}
+	}
+	for (int d = 0; d < t->ndim; d++) {
+		pdim *pd = &pk->dim[d];
+		if (pd->kind == PD_SPLIT)
+			continue;
+		pk->outer_of[d] = nd;
+		shape[nd++] = pd->kind == PD_PLAIN ? t->shape[d] : pd->kind == PD_CONST ? 1 : pd->ext;
+	}
+	for (int d = 0; d < t->ndim; d++)
+		if (pk->dim[d].kind == PD_SPLIT) {
+			pk->inner_of[d] = nd;
+			shape[nd++] = pk->dim[d].f;
+		}
+	char name[64];
+	snprintf(name, sizeof name, "%s_p%d_%d", t->name, si, r);
+	pk->buf = new_buf(L, name, IRB_WORK, nd, shape);
+}
+
+/* The packed-buffer index of read rd at the current loops. */
+static ir_expr *packed_load(lw *L, const stage_state *ss, const te_read *rd, const packinfo *pk)
+{
+	ir_func *f = L->f;
+	ir_expr *idx[IR_MAXDIM];
+	ir_expr *guard = NULL;
+	for (int d = 0; d < pk->ndim; d++) {
+		const pdim *pd = &pk->dim[d];
+		switch (pd->kind) {
+		case PD_SPLIT: {
+			const iv *v = &ss->ivs[pd->axis];
+			int n = ss->ivs[v->split].nparts;
+			ir_expr *outer = ir_int(f, 0);
+			for (int i = 0; i < n - 1; i++) {
+				int l = v->split + i;
+				outer = ir_bin(f, IR_ADD, outer,
+				               ir_bin(f, IR_MUL, loop_value(L, ss, l),
+				                      ir_int(f, ss->ivs[l].stride / pd->f)));
+			}
+			idx[pk->outer_of[d]] = outer;
+			idx[pk->inner_of[d]] = loop_value(L, ss, v->split + n - 1);
+			break;
+		}
+		case PD_PLAIN: idx[pk->outer_of[d]] = axis_value(L, ss, pd->axis); break;
+		case PD_CONST: idx[pk->outer_of[d]] = ir_int(f, 0); break;
+		case PD_CORE:
+			idx[pk->outer_of[d]] = ir_bin(f, IR_SUB, conv_index(L, ss, pd->core, &guard),
+			                              ir_int(f, pd->lo));
+			break;
+		}
+	}
+	return ir_load(f, pk->buf, idx);
+}
+
+/* The fill nest of a packed buffer. */
+static ir_stmt *pack_nest(lw *L, const te_read *rd, const packinfo *pk)
+{
+	ir_func *f = L->f;
+	const te_tensor *t = &L->p->tensor[rd->tensor];
+	ir_buf *pb = pk->buf;
+	ir_stmt *loops[IR_MAXDIM];
+	ir_stmt *outer = NULL, **link = &outer;
+	for (int d = 0; d < pb->ndim; d++) {
+		ir_stmt *s = ir_stmt_new(f, IR_FOR);
+		s->var = tk_arena_printf(&f->arena, "%s_%d", pb->name, d);
+		s->extent = ir_int(f, pb->shape[d]);
+		s->max_extent = pb->shape[d];
+		if (d == 0)
+			s->ann = ANN_PARALLEL;
+		loops[d] = s;
+		*link = s;
+		link = &s->body;
+	}
+	ir_expr *src[TE_MAXDIM], *guard = NULL;
+	for (int d = 0; d < pk->ndim; d++) {
+		const pdim *pd = &pk->dim[d];
+		ir_expr *o = ir_var(f, loops[pk->outer_of[d]]);
+		switch (pd->kind) {
+		case PD_SPLIT:
+			src[d] = ir_bin(f, IR_ADD, ir_bin(f, IR_MUL, o, ir_int(f, pd->f)),
+			                ir_var(f, loops[pk->inner_of[d]]));
+			break;
+		case PD_PLAIN:
+			src[d] = o;
+			break;
+		case PD_CONST:
+			src[d] = ir_int(f, rd->idx[d]->val);
+			break;
+		case PD_CORE:
+			src[d] = ir_bin(f, IR_ADD, o, ir_int(f, pd->lo));
+			if (pd->div > 1) {
+				guard = ir_bin(f, IR_AND, guard, ir_divides(f, src[d], pd->div));
+				src[d] = ir_bin(f, IR_DIV, src[d], ir_int(f, pd->div));
+			}
+			break;
+		}
+		guard = ir_bin(f, IR_AND, guard, ir_inrange(f, src[d], 0, t->shape[d]));
+	}
+	ir_expr *val = ir_load(f, L->tbuf[rd->tensor], src);
+	if (guard)
+		val = ir_bin(f, IR_SELECT, guard, val);
+	ir_expr *dst[IR_MAXDIM];
+	for (int d = 0; d < pb->ndim; d++)
+		dst[d] = ir_var(f, loops[d]);
+	ir_stmt *st = ir_stmt_new(f, IR_STORE);
+	st->buf = pb;
+	st->idx = tk_arena_alloc(&f->arena, sizeof(ir_expr *) * (size_t)pb->ndim);
+	memcpy(st->idx, dst, sizeof(ir_expr *) * (size_t)pb->ndim);
+	st->value = val;
+	*link = st;
+	return outer;
+}
+
+/* Plain nest over every element of buffer b: b[i] = fn(b[i]) (relu) or 0. */
+static ir_stmt *elementwise_nest(lw *L, ir_buf *b, int relu)
+{
+	ir_func *f = L->f;
+	ir_stmt *loops[IR_MAXDIM], *outer = NULL, **link = &outer;
+	for (int d = 0; d < b->ndim; d++) {
+		ir_stmt *s = ir_stmt_new(f, IR_FOR);
+		s->var = tk_arena_printf(&f->arena, "%s_e%d", b->name, d);
+		s->extent = ir_int(f, b->shape[d]);
+		s->max_extent = b->shape[d];
+		s->ann = d == 0 ? ANN_PARALLEL : d == b->ndim - 1 ? ANN_VECTORIZE : ANN_NONE;
+		loops[d] = s;
+		*link = s;
+		link = &s->body;
+	}
+	ir_expr *idx[IR_MAXDIM];
+	for (int d = 0; d < b->ndim; d++)
+		idx[d] = ir_var(f, loops[d]);
+	ir_stmt *st = ir_stmt_new(f, IR_STORE);
+	st->buf = b;
+	st->idx = tk_arena_alloc(&f->arena, sizeof(ir_expr *) * (size_t)b->ndim);
+	memcpy(st->idx, idx, sizeof(ir_expr *) * (size_t)b->ndim);
+	if (relu) {
+		ir_expr *v = ir_bin(f, IR_FRELU, ir_load(f, b, idx), NULL);
+		st->value = v;
+	} else {
+		st->value = ir_fconst(f, 0);
+	}
+	*link = st;
+	return outer;
+}
+
+/* ---- building a stage ----------------------------------------------- */
+
+typedef struct stage_ctx {
+	lw *L;
+	const te_stage *st;
+	stage_state *ss;
+	int si;
+	packinfo pk[TE_MAXREAD];
+	ir_buf *out;
+	ir_buf *acc;        /* NULL without cache_write */
+	int acc_dims;       /* leaves that index acc, in order */
+	int acc_leaf[SC_MAXLOOP];
+	int partial;        /* reduction loops outside the accumulator */
+} stage_ctx;
+
+/* A new IR loop for leaf l, bound to it. */
+static ir_stmt *leaf_loop(stage_ctx *c, int l)
+{
+	ir_func *f = c->L->f;
+	iv *v = &c->ss->ivs[l];
+	ir_stmt *s = ir_stmt_new(f, IR_FOR);
+	s->var = v->name;
+	s->extent = leaf_extent(c->L, c->st, c->ss, l);
+	s->max_extent = v->extent;
+	s->ann = v->ann;
+	if (s->ann == ANN_UNROLL)
+		s->explicit_unroll = c->ss->explicit;
+	v->loop = s;
+	return s;
+}
+
+static ir_expr **out_index(stage_ctx *c)
+{
+	ir_func *f = c->L->f;
+	ir_expr **idx = tk_arena_alloc(&f->arena, sizeof(ir_expr *) * (size_t)c->st->nspatial);
+	for (int a = 0; a < c->st->nspatial; a++)
+		idx[a] = axis_value(c->L, c->ss, a);
+	return idx;
+}
+
+static ir_expr **acc_index(stage_ctx *c)
+{
+	ir_func *f = c->L->f;
+	ir_expr **idx = tk_arena_alloc(&f->arena, sizeof(ir_expr *) * (size_t)(c->acc_dims + 1));
+	for (int d = 0; d < c->acc_dims; d++)
+		idx[d] = loop_value(c->L, c->ss, c->acc_leaf[d]);
+	if (c->acc_dims == 0)
+		idx[0] = ir_int(f, 0);
+	return idx;
+}
+
+static ir_expr *body_value(stage_ctx *c)
+{
+	lw *L = c->L;
+	ir_func *f = L->f;
+	ir_expr *prod = NULL;
+	for (int r = 0; r < c->st->nread; r++) {
+		const te_read *rd = &c->st->read[r];
+		ir_expr *v;
+		if (c->ss->pack[r]) {
+			v = packed_load(L, c->ss, rd, &c->pk[r]);
+		} else {
+			const te_tensor *t = &L->p->tensor[rd->tensor];
+			ir_expr *idx[TE_MAXDIM], *guard = NULL;
+			for (int d = 0; d < t->ndim; d++) {
+				idx[d] = conv_index(L, c->ss, rd->idx[d], &guard);
+				guard = ir_bin(f, IR_AND, guard, ir_inrange(f, idx[d], 0, t->shape[d]));
+			}
+			v = ir_load(f, L->tbuf[rd->tensor], idx);
+			if (guard)
+				v = ir_bin(f, IR_SELECT, guard, v);
+		}
+		prod = prod ? ir_bin(f, IR_FMUL, prod, v) : v;
+	}
+	return prod;
+}
+
+static ir_stmt *store(ir_func *f, ir_buf *b, ir_expr **idx, ir_expr *value, int accum)
+{
+	ir_stmt *s = ir_stmt_new(f, IR_STORE);
+	s->buf = b;
+	s->idx = idx;
+	s->value = value;
+	s->accum = accum;
+	return s;
+}
+
+/* Nest over leaves order[from..to) (only spatial ones if spatial_only),
+ * with innermost statement made by mk(c, which). Returns the outermost
+ * statement. */
+enum { MK_INIT, MK_UPDATE, MK_WRITEBACK, MK_DIRECT };
+
+static ir_stmt *make_inner(stage_ctx *c, int which)
+{
+	ir_func *f = c->L->f;
+	const te_stage *st = c->st;
+	switch (which) {
+	case MK_INIT:
+		return store(f, c->acc, acc_index(c),
+		             c->partial ? ir_load(f, c->out, out_index(c)) : ir_fconst(f, 0), 0);
+	case MK_UPDATE:
+		return store(f, c->acc, acc_index(c), body_value(c), st->accumulate);
+	case MK_WRITEBACK: {
+		ir_expr *v = ir_load(f, c->acc, acc_index(c));
+		if (st->epilogue == TE_EPI_RELU && !c->partial)
+			v = ir_bin(f, IR_FRELU, v, NULL);
+		return store(f, c->out, out_index(c), v, 0);
+	}
+	default: {
+		ir_expr *v = body_value(c);
+		if (!st->accumulate && st->epilogue == TE_EPI_RELU)
+			v = ir_bin(f, IR_FRELU, v, NULL);
+		return store(f, c->out, out_index(c), v, st->accumulate);
+	}
+	}
+}
+
+static ir_stmt *nest(stage_ctx *c, int from, int to, int spatial_only, int which);
+
+/* The body below the cache_write loop. */
+static ir_stmt *acc_scope(stage_ctx *c, int from)
+{
+	ir_func *f = c->L->f;
+	int to = c->ss->norder;
+	ir_stmt *al = ir_stmt_new(f, IR_ALLOC);
+	al->buf = c->acc;
+	ir_stmt *init = nest(c, from, to, 1, MK_INIT);
+	ir_stmt *upd = nest(c, from, to, 0, MK_UPDATE);
+	ir_stmt *wb = nest(c, from, to, 1, MK_WRITEBACK);
+	init->next = upd;
+	upd->next = wb;
+	al->body = init;
+	return al;
+}
+
+static ir_stmt *nest(stage_ctx *c, int from, int to, int spatial_only, int which)
+{
+	int pos = from;
+	while (pos < to && spatial_only && leaf_is_reduce(c->st, c->ss, c->ss->order[pos]))
+		pos++;
+	if (pos == to)
+		return make_inner(c, which);
+	int l = c->ss->order[pos];
+	ir_stmt *s = leaf_loop(c, l);
+	if (which == MK_DIRECT && c->acc && l == c->ss->cache_at)
+		s->body = acc_scope(c, pos + 1);
+	else
+		s->body = nest(c, pos + 1, to, spatial_only, which);
+	return s;
+}
+
+/* TVM's auto_unroll_max_step: unroll loops whose whole iteration count
+ * (with the loops inside) is at most max. Returns the count of s's nest. */
+static int64_t auto_unroll(ir_stmt *s, int64_t max, int expl)
+{
+	int64_t worst = 1;
+	for (; s; s = s->next) {
+		if (s->kind == IR_STORE)
+			continue;
+		int64_t inner = auto_unroll(s->body, max, expl);
+		int64_t n = s->kind == IR_FOR ? s->max_extent * inner : inner;
+		if (s->kind == IR_FOR && s->ann == ANN_NONE && max > 0 && n <= max) {
+			int64_t e;
+			if (ir_const(s->extent, &e)) {
+				s->ann = ANN_UNROLL;
+				s->explicit_unroll = expl;
+			} else {
+				s->unroll_pragma = (int)s->max_extent;
+			}
+		}
+		if (n > worst)
+			worst = n;
+	}
+	return worst;
+}
+
+static ir_stmt **append(ir_stmt **link, ir_stmt *s)
+{
+	*link = s;
+	while (s->next)
+		s = s->next;
+	return &s->next;
+}
+
+static ir_stmt **lower_stage(lw *L, int si, const sc_sched *sched, ir_stmt **link)
+{
+	ir_func *f = L->f;
+	const te_stage *st = &L->p->stage[si];
+	stage_state *ss = tk_arena_alloc(&f->arena, sizeof *ss);
+	stage_ctx *c = tk_arena_alloc(&f->arena, sizeof *c);
+	ss->niv = st->naxis;
+	ss->norder = st->naxis;
+	ss->cache_at = -1;
+	for (int a = 0; a < st->naxis; a++) {
+		iv *v = &ss->ivs[a];
+		v->name = st->axis[a].name;
+		v->kind = IV_AXIS;
+		v->axis = a;
+		v->extent = st->axis[a].extent;
+		v->parent = v->split = -1;
+		ss->order[a] = a;
+	}
+	for (int i = 0; i < sched->nprim; i++)
+		if (sched->prim[i].stage == si)
+			apply(L, st, ss, &sched->prim[i]);
+
+	/* split parts must nest outer to inner */
+	for (int i = 0; i < ss->norder; i++) {
+		const iv *v = &ss->ivs[ss->order[i]];
+		if (v->kind == IV_PART && v->part > 0 && order_pos(ss, v->first + v->part - 1) > i)
+			fail(L, "split part %s is outside %s", v->name, ss->ivs[v->first + v->part - 1].name);
+	}
+
+	c->L = L;
+	c->st = st;
+	c->ss = ss;
+	c->si = si;
+	c->out = L->tbuf[st->out];
+	if (ss->cache_at >= 0) {
+		int pos = order_pos(ss, ss->cache_at);
+		int64_t shape[IR_MAXDIM], size = 1;
+		for (int i = 0; i <= pos; i++)
+			if (leaf_is_reduce(st, ss, ss->order[i]))
+				c->partial = 1;
+		for (int i = pos + 1; i < ss->norder; i++) {
+			int l = ss->order[i];
+			if (leaf_is_reduce(st, ss, l) || ss->ivs[l].extent == 1)
+				continue;
+			if (c->acc_dims == IR_MAXDIM)
+				fail(L, "accumulator with more than %d dimensions", IR_MAXDIM);
+			shape[c->acc_dims] = ss->ivs[l].extent;
+			size *= ss->ivs[l].extent;
+			c->acc_leaf[c->acc_dims++] = l;
+		}
+		if (size > ACC_MAX_FLOATS)
+			fail(L, "accumulator tile of %lld floats is over 1 MiB", (long long)size);
+		if (c->acc_dims == 0)
+			shape[0] = 1;
+		char name[48];
+		snprintf(name, sizeof name, "%s_acc", L->p->tensor[st->out].name);
+		c->acc = new_buf(L, name, IRB_LOCAL, c->acc_dims ? c->acc_dims : 1, shape);
+	}
+	int zero = st->accumulate && (!c->acc || c->partial);
+	int late_epilogue = st->epilogue == TE_EPI_RELU && st->accumulate && (!c->acc || c->partial);
+
+	if (zero)
+		link = append(link, elementwise_nest(L, c->out, 0));
+	for (int r = 0; r < st->nread; r++)
+		if (ss->pack[r]) {
+			pack_layout(L, st, ss, &st->read[r], &c->pk[r], si, r);
+			link = append(link, pack_nest(L, &st->read[r], &c->pk[r]));
+		}
+	ir_stmt *main = nest(c, 0, ss->norder, 0, MK_DIRECT);
+	auto_unroll(main, ss->unroll_max, ss->explicit);
+	link = append(link, main);
+	if (late_epilogue)
+		link = append(link, elementwise_nest(L, c->out, 1));
+	return link;
+}
+
+int lower(const te_prog *p, const sc_sched *s, ir_func **out)
+{
+	*out = NULL;
+	ir_func *f = calloc(1, sizeof *f);
+	lw *L = calloc(1, sizeof *L);
+	if (!f || !L) {
+		free(f);
+		free(L);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	tk_arena_init(&f->arena);
+	f->prog = p;
+	L->f = f;
+	L->p = p;
+	if (setjmp(f->arena.oom)) {
+		ir_func_free(f);
+		free(L);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	if (setjmp(L->fail)) {
+		ir_func_free(f);
+		free(L);
+		return TK_EINVAL;
+	}
+	/* buffers: output first, then inputs in ABI order, constants, temps */
+	const te_tensor *ot = &p->tensor[p->output];
+	L->tbuf[p->output] = new_buf(L, ot->name, IRB_OUTPUT, ot->ndim, ot->shape);
+	for (int i = 0; i < p->ninput; i++) {
+		const te_tensor *t = &p->tensor[p->input[i]];
+		ir_buf *b = new_buf(L, t->name, IRB_INPUT, t->ndim, t->shape);
+		b->arg = i;
+		L->tbuf[p->input[i]] = b;
+	}
+	for (int t = 0; t < p->ntensor; t++) {
+		const te_tensor *tt = &p->tensor[t];
+		if (tt->kind == TE_CONSTANT) {
+			L->tbuf[t] = new_buf(L, tt->name, IRB_CONST, tt->ndim, tt->shape);
+			L->tbuf[t]->values = tt->values;
+		} else if (tt->kind == TE_TEMP) {
+			L->tbuf[t] = new_buf(L, tt->name, IRB_WORK, tt->ndim, tt->shape);
+		}
+	}
+	ir_stmt **link = &f->body;
+	for (int si = 0; si < p->nstage; si++)
+		link = lower_stage(L, si, s, link);
+	free(L);
+	*out = f;
+	return TK_OK;
+}

@@ -1,0 +1,174 @@
+/*
+ * measure: build a batch in parallel, run it sequentially (see measure.h).
+ */
+#include "measure.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/kernel.h"
+#include "task/ref.h"
+
+int ms_task_open(const char *task, uint64_t seed, ms_task **out)
+{
+	int rc;
+	*out = NULL;
+	ms_task *t = calloc(1, sizeof *t);
+	if (!t)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	t->seed = seed;
+	if ((rc = te_task_parse(task, &t->prog)) || (rc = sp_space_create(t->prog, &t->space))) {
+		ms_task_free(t);
+		return rc;
+	}
+	*out = t;
+	return TK_OK;
+}
+
+void ms_task_free(ms_task *t)
+{
+	if (!t)
+		return;
+	if (t->in)
+		for (int i = 0; i < t->prog->ninput; i++)
+			free(t->in[i]);
+	free(t->in);
+	free(t->in_n);
+	free(t->ref);
+	free(t->refabs);
+	sp_space_free(t->space);
+	te_prog_free(t->prog);
+	free(t);
+}
+
+static int prepare(ms_task *t)
+{
+	const te_prog *p = t->prog;
+	size_t n = (size_t)p->tensor[p->output].size;
+	if (t->ready)
+		return TK_OK;
+	t->in = calloc((size_t)p->ninput, sizeof *t->in);
+	t->in_n = calloc((size_t)p->ninput, sizeof *t->in_n);
+	t->ref = malloc(n * sizeof *t->ref);
+	t->refabs = malloc(n * sizeof *t->refabs);
+	if (!t->in || !t->in_n || !t->ref || !t->refabs)
+		return tk_seterr(TK_ENOMEM, "out of memory for the inputs of %s", p->key);
+	for (int i = 0; i < p->ninput; i++) {
+		t->in_n[i] = (size_t)p->tensor[p->input[i]].size;
+		if (!(t->in[i] = aligned_alloc(64, (t->in_n[i] * sizeof(float) + 63) & ~(size_t)63)))
+			return tk_seterr(TK_ENOMEM, "out of memory for the inputs of %s", p->key);
+	}
+	ref_random_inputs(p, t->seed, t->in);
+	int rc = ref_compute(p, (const float *const *)t->in, t->ref, t->refabs);
+	if (rc)
+		return rc;
+	t->io.nin = p->ninput;
+	t->io.in = (const float *const *)t->in;
+	t->io.in_n = t->in_n;
+	t->io.out_n = n;
+	t->io.ref = t->ref;
+	t->io.refabs = t->refabs;
+	t->io.rtol = ref_rtol(p);
+	t->io.atol = 1e-30;
+	t->ready = 1;
+	return TK_OK;
+}
+
+void ms_opts_default(ms_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->jobs = 2;
+	o->build_timeout = 60;
+	run_opts_default(&o->run);
+}
+
+static void progress(const ms_opts *o, const char *phase, int done, int total)
+{
+	if (o->progress)
+		o->progress(o->ctx, phase, done, total);
+}
+
+int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *cfg,
+               int n, ms_result *out)
+{
+	int rc = TK_OK;
+	memset(out, 0, sizeof *out * (size_t)n);
+	if (n == 0)
+		return TK_OK;
+	if ((rc = prepare(t)))
+		return rc;
+	kn_kernel *k = calloc((size_t)n, sizeof *k);
+	build_job *jobs = calloc((size_t)n, sizeof *jobs);
+	int *slot = calloc((size_t)n, sizeof *slot);
+	if (!k || !jobs || !slot) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	int nj = 0;
+	for (int i = 0; i < n; i++) {
+		ms_result *r = &out[i];
+		r->idx = (int64_t)sp_index(t->space, &cfg[i]);
+		if ((rc = kn_build(t->space, &cfg[i], tg, 0, &k[i])))
+			goto done;
+		r->config = strdup(k[i].config);
+		r->sched = strdup(k[i].sched);
+		if (!r->config || !r->sched) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (!k[i].src) {
+			r->error = MEAS_INVALID_CONFIG;
+			snprintf(r->msg, sizeof r->msg, "%s", k[i].why);
+			slot[i] = -1;
+			continue;
+		}
+		jobs[nj].src = k[i].src;
+		slot[i] = nj++;
+	}
+	progress(o, "build", 0, nj);
+	rc = build_run(tg, o->cache_dir ? o->cache_dir : build_default_cache(), jobs, nj,
+	               o->jobs > 0 ? o->jobs : 1, o->build_timeout);
+	if (rc)
+		goto done;
+	progress(o, "build", nj, nj);
+	for (int i = 0, ran = 0; i < n; i++) {
+		ms_result *r = &out[i];
+		if (slot[i] < 0)
+			continue;
+		build_job *j = &jobs[slot[i]];
+		r->compile_s = j->seconds;
+		r->cached = j->cached;
+		if (j->status != BUILD_OK) {
+			r->error = j->status == BUILD_TIMEOUT ? MEAS_COMPILE_TIMEOUT : MEAS_COMPILE_ERROR;
+			snprintf(r->msg, sizeof r->msg, "%.255s", j->msg);
+			continue;
+		}
+		progress(o, "run", ran++, nj);
+		if ((rc = run_kernel(j->so, tg, &t->io, &o->run, &r->run)))
+			goto done;
+		r->error = r->run.error;
+		if (r->error)
+			snprintf(r->msg, sizeof r->msg, "%s", r->run.msg);
+	}
+	progress(o, "run", nj, nj);
+done:
+	if (k)
+		for (int i = 0; i < n; i++)
+			kn_kernel_free(&k[i]);
+	free(k);
+	free(jobs);
+	free(slot);
+	if (rc)
+		ms_results_free(out, n);
+	return rc;
+}
+
+void ms_results_free(ms_result *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(r[i].config);
+		free(r[i].sched);
+		r[i].config = r[i].sched = NULL;
+	}
+}

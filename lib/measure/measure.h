@@ -1,0 +1,70 @@
+/*
+ * measure: measure configurations of a task on a target. A batch is built
+ * in parallel (and cached), then run one kernel at a time, each checked
+ * against the reference before its time is believed.
+ *
+ * This is the one place the pipeline task -> space -> schedule -> code ->
+ * measurement comes together; callers (tune, measure) store the results.
+ */
+#ifndef TK_MEASURE_H
+#define TK_MEASURE_H
+
+#include <stdint.h>
+
+#include "build.h"
+#include "run.h"
+#include "space/space.h"
+#include "target.h"
+#include "task/te.h"
+
+typedef struct ms_task {
+	te_prog *prog;     /* owned */
+	sp_space *space;   /* owned */
+	uint64_t seed;     /* of the random inputs */
+	int ready;         /* inputs and reference computed */
+	float **in;        /* prog->ninput arrays */
+	size_t *in_n;
+	double *ref, *refabs;
+	run_io io;
+} ms_task;
+
+/* Parse task, build its space. The inputs and the reference are computed
+ * on first measurement, from PCG32 seeded with seed. TK_EINVAL for a
+ * malformed task. Free with ms_task_free(). */
+int ms_task_open(const char *task, uint64_t seed, ms_task **out);
+void ms_task_free(ms_task *t);
+
+/* Progress of a batch: phase "build" or "run", done of total. */
+typedef void (*ms_progress_fn)(void *ctx, const char *phase, int done, int total);
+
+typedef struct ms_opts {
+	int jobs;               /* parallel compilers, >= 1 */
+	double build_timeout;   /* seconds per compilation */
+	const char *cache_dir;  /* NULL: build_default_cache() */
+	run_opts run;
+	ms_progress_fn progress;/* may be NULL */
+	void *ctx;
+} ms_opts;
+
+/* Defaults: 2 jobs, 60 s build timeout, default cache, run_opts_default. */
+void ms_opts_default(ms_opts *o);
+
+typedef struct ms_result {
+	char *config, *sched;   /* canonical text and primitive sequence (owned) */
+	int64_t idx;            /* index in the space */
+	int error;              /* MEAS_* */
+	char msg[256];          /* reason when error != MEAS_OK */
+	double compile_s;       /* 0 when the build was cached */
+	int cached;
+	run_result run;         /* times when error == MEAS_OK */
+} ms_result;
+
+/* Measure n configurations of t on target tg. out[] receives one result per
+ * configuration, in order; free them with ms_results_free(). Returns TK_OK
+ * when every configuration has a result (valid or not), TK_ENOMEM, TK_EIO
+ * (cache or processes unusable) otherwise. */
+int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *cfg,
+               int n, ms_result *out);
+void ms_results_free(ms_result *r, int n);
+
+#endif

@@ -1,0 +1,427 @@
+/*
+ * run: the measuring harness. Each kernel runs in a forked child so that a
+ * crash, a hang or a corrupted heap costs only that child. The child loads
+ * the shared object, checks one call against the reference, times the
+ * kernel, checks the output again, and sends a run_result back through a
+ * pipe; the parent enforces the time limit, turns a death into a
+ * MEAS_RUNTIME_CRASH and computes the statistics. The inputs reach the child
+ * through fork's copy of the parent's memory; the child never returns into
+ * the caller (it leaves with _exit, so no atexit handler or stdio buffer of
+ * the parent runs twice).
+ */
+#define _GNU_SOURCE
+#include "run.h"
+
+#include <assert.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+#define RUN_ABI 1
+#define RUN_MAXNUMBER 1000000
+#define RUN_MAXWS_BYTES (8ULL << 30)  /* workspace limit: 8 GiB */
+#define RUN_FLUSH_BYTES (64u << 20)   /* larger than the LLC (35.8 MiB here) */
+#define RUN_CANARY 16                 /* floats after the output checked for overruns */
+
+typedef void (*kernel_fn)(float *const *bufs, float *ws);
+
+void run_opts_default(run_opts *o)
+{
+	assert(o);
+	o->number = 0;
+	o->repeat = 5;
+	o->min_repeat_ms = 10;
+	o->warmup = 1;
+	o->flush_cache = 0;
+	o->timeout_s = 10;
+}
+
+/* ---- child ---------------------------------------------------------- */
+
+static const uint32_t canary_bits = 0x7fc0dead; /* a NaN no kernel computes */
+
+/* Check out[] against the reference. Returns 1 if it passes; otherwise puts
+ * the first bad element in msg (prefixed with `when`). Raises *max_err. */
+static int check_output(const float *out, const run_io *io, const char *when, double *max_err,
+                        char *msg, size_t nmsg)
+{
+	size_t nbad = 0, first = 0;
+	double worst = *max_err;
+	for (size_t i = 0; i < io->out_n; i++) {
+		double o = out[i], d = fabs(o - io->ref[i]);
+		double tol = io->rtol * io->refabs[i] + io->atol;
+		double e = !isfinite(o) ? INFINITY : tol > 0 ? d / tol : d > 0 ? INFINITY : 0;
+		if (e > worst)
+			worst = e;
+		if (!isfinite(o) || !(d <= tol)) {
+			if (nbad++ == 0)
+				first = i;
+		}
+	}
+	*max_err = worst;
+	for (size_t i = 0; i < RUN_CANARY; i++) {
+		uint32_t b;
+		memcpy(&b, &out[io->out_n + i], sizeof b);
+		if (b != canary_bits) {
+			snprintf(msg, nmsg, "wrong answer%s: wrote past the end of the output (out[%zu])",
+			         when, io->out_n + i);
+			return 0;
+		}
+	}
+	if (!nbad)
+		return 1;
+	snprintf(msg, nmsg, "wrong answer%s: out[%zu] = %.9g expected %.9g (tolerance %.3g); "
+	         "%zu of %zu elements bad", when, first, (double)out[first], io->ref[first],
+	         io->rtol * io->refabs[first] + io->atol, nbad, io->out_n);
+	return 0;
+}
+
+static double time_calls(kernel_fn f, float *const *bufs, float *ws, long n)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < n; i++)
+		f(bufs, ws);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+}
+
+/* Evict the caches: write then read a buffer larger than the LLC. */
+static volatile unsigned flush_sink;
+
+static void flush_caches(unsigned char *buf, int round)
+{
+	unsigned s = 0;
+	memset(buf, round, RUN_FLUSH_BYTES);
+	for (size_t i = 0; i < RUN_FLUSH_BYTES; i += 64)
+		s += buf[i];
+	flush_sink = s;
+}
+
+/* Pin the calling process to the last CPU it may run on. */
+static void pin_last_cpu(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) < 0)
+		return;
+	for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
+		if (CPU_ISSET(c, &set)) {
+			CPU_ZERO(&set);
+			CPU_SET(c, &set);
+			sched_setaffinity(0, sizeof set, &set);
+			return;
+		}
+	}
+}
+
+static void *aligned_floats(size_t n)
+{
+	void *p = NULL;
+	size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+	if (posix_memalign(&p, 64, bytes ? bytes : 64))
+		return NULL;
+	return p;
+}
+
+/* Everything the child does before reporting; fills *r (error set on failure). */
+static void child_measure(const char *so_path, const run_io *io,
+                          const run_opts *o, run_result *r)
+{
+	void *dl = NULL;
+	float *out = NULL, *ws = NULL;
+	float **bufs = NULL;
+	unsigned char *flush = NULL;
+
+	r->error = MEAS_RUNTIME_CRASH;
+	dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: dlopen: %s", dlerror());
+		goto out;
+	}
+	const int *abi = dlsym(dl, "tk_abi");
+	const unsigned long *wsn = dlsym(dl, "tk_workspace_floats");
+	kernel_fn f;
+	*(void **)&f = dlsym(dl, "tk_kernel");
+	if (!abi || !wsn || !f) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: missing symbol %s in %s",
+		         !abi ? "tk_abi" : !wsn ? "tk_workspace_floats" : "tk_kernel", so_path);
+		goto out;
+	}
+	if (*abi != RUN_ABI) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: tk_abi is %d, expected %d", *abi,
+		         RUN_ABI);
+		goto out;
+	}
+	if (*wsn > RUN_MAXWS_BYTES / sizeof(float)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: workspace too large (%lu floats)",
+		         *wsn);
+		goto out;
+	}
+	out = aligned_floats(io->out_n + RUN_CANARY);
+	ws = aligned_floats(*wsn);
+	bufs = calloc((size_t)io->nin + 1, sizeof *bufs);
+	if (o->flush_cache) {
+		flush = mmap(NULL, RUN_FLUSH_BYTES, PROT_READ | PROT_WRITE,
+		             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (flush == MAP_FAILED)
+			flush = NULL;
+	}
+	if (!out || !ws || !bufs || (o->flush_cache && !flush)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: out of memory (output %zu floats, "
+		         "workspace %lu floats)", io->out_n, *wsn);
+		goto out;
+	}
+	for (size_t i = 0; i < io->out_n; i++)
+		out[i] = NAN;
+	for (size_t i = 0; i < RUN_CANARY; i++)
+		memcpy(&out[io->out_n + i], &canary_bits, sizeof canary_bits);
+	bufs[0] = out;
+	for (int i = 0; i < io->nin; i++)
+		bufs[i + 1] = (float *)io->in[i];
+
+	f(bufs, ws);
+	r->error = MEAS_WRONG_ANSWER;
+	if (!check_output(out, io, "", &r->max_err, r->msg, sizeof r->msg))
+		goto out;
+
+	for (int i = 0; i < o->warmup; i++)
+		f(bufs, ws);
+	long number = o->number;
+	if (number <= 0) {
+		for (number = 1;; number = number * 2 < RUN_MAXNUMBER ? number * 2 : RUN_MAXNUMBER)
+			if (number == RUN_MAXNUMBER ||
+			    time_calls(f, bufs, ws, number) * 1e3 >= o->min_repeat_ms)
+				break;
+	}
+	r->number = (int)number;
+	for (int k = 0; k < o->repeat; k++) {
+		if (flush)
+			flush_caches(flush, k);
+		r->times[k] = time_calls(f, bufs, ws, number) / (double)number;
+	}
+	r->nrepeat = o->repeat;
+
+	if (!check_output(out, io, " after repeated calls", &r->max_err, r->msg, sizeof r->msg))
+		goto out;
+	r->error = MEAS_OK;
+out:
+	/* Freed so that leak checkers see a clean child. The library stays
+	 * loaded: dlclose could unload libgomp under its idle worker threads. */
+	if (flush)
+		munmap(flush, RUN_FLUSH_BYTES);
+	free(bufs);
+	free(ws);
+	free(out);
+}
+
+static void write_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+	while (n > 0) {
+		ssize_t k = write(fd, s, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+static void child_main(int wfd, pid_t parent, const char *so_path, const tk_target *t,
+                       const run_io *io, const run_opts *o)
+{
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	struct rlimit lim = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &lim);
+	/* Backstop if the parent is gone without killing us: CPU time. */
+	getrlimit(RLIMIT_CPU, &lim);
+	rlim_t cpu = (rlim_t)ceil(o->timeout_s * (t->threads > 1 ? t->threads : 1)) + 5;
+	if (lim.rlim_max == RLIM_INFINITY || cpu < lim.rlim_max) {
+		lim.rlim_cur = lim.rlim_max = cpu;
+		setrlimit(RLIMIT_CPU, &lim);
+	}
+	/* A kernel that prints must not garble the caller's stdout. */
+	int null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		close(null);
+	}
+	if (t->threads == 1) {
+		pin_last_cpu();
+	} else {
+		char n[16];
+		snprintf(n, sizeof n, "%d", t->threads);
+		setenv("OMP_NUM_THREADS", n, 1);
+	}
+
+	run_result r;
+	memset(&r, 0, sizeof r);
+	child_measure(so_path, io, o, &r);
+	write_all(wfd, &r, sizeof r);
+	_exit(0);
+}
+
+/* ---- parent --------------------------------------------------------- */
+
+static const char *signal_name(int sig)
+{
+	static const struct { int sig; const char *name; } tab[] = {
+		{ SIGSEGV, "SIGSEGV" }, { SIGBUS, "SIGBUS" }, { SIGFPE, "SIGFPE" },
+		{ SIGILL, "SIGILL" }, { SIGABRT, "SIGABRT" }, { SIGKILL, "SIGKILL" },
+		{ SIGTERM, "SIGTERM" }, { SIGINT, "SIGINT" }, { SIGXCPU, "SIGXCPU" },
+		{ SIGPIPE, "SIGPIPE" }, { SIGTRAP, "SIGTRAP" }, { SIGSYS, "SIGSYS" },
+		{ SIGHUP, "SIGHUP" }, { SIGQUIT, "SIGQUIT" }, { SIGALRM, "SIGALRM" },
+		{ SIGUSR1, "SIGUSR1" }, { SIGUSR2, "SIGUSR2" }, { SIGXFSZ, "SIGXFSZ" },
+	};
+	for (int i = 0; i < ArraySize(tab); i++)
+		if (tab[i].sig == sig)
+			return tab[i].name;
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* mean, sample standard deviation (n-1 in the denominator; 0 when n == 1) and
+ * median of r->times[0..nrepeat). */
+static void compute_stats(run_result *r)
+{
+	int n = r->nrepeat;
+	r->mean = r->std = r->median = 0;
+	if (n <= 0)
+		return;
+	double s = 0, ss = 0, sorted[RUN_MAXREPEAT];
+	for (int i = 0; i < n; i++)
+		s += r->times[i];
+	r->mean = s / n;
+	for (int i = 0; i < n; i++)
+		ss += (r->times[i] - r->mean) * (r->times[i] - r->mean);
+	r->std = n > 1 ? sqrt(ss / (n - 1)) : 0;
+	memcpy(sorted, r->times, n * sizeof *sorted);
+	qsort(sorted, n, sizeof *sorted, cmp_double);
+	r->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
+               const run_opts *o, run_result *r)
+{
+	assert(so_path && t && io && o && r);
+	assert(o->repeat >= 1 && o->repeat <= RUN_MAXREPEAT && o->number >= 0);
+	assert(o->timeout_s > 0 && o->warmup >= 0);
+	assert(io->out_n > 0 && io->ref && io->refabs && io->nin >= 0);
+	assert(t->threads >= 1);
+
+	memset(r, 0, sizeof *r);
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return tk_seterr(TK_EIO, "cannot start a measurement: pipe: %s", strerror(errno));
+	fflush(NULL); /* nothing buffered may be written twice */
+	pid_t self = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fd[0]);
+		close(fd[1]);
+		return tk_seterr(TK_EIO, "cannot start a measurement: fork: %s", strerror(e));
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		child_main(fd[1], self, so_path, t, io, o);
+	}
+	setpgid(pid, pid);
+	close(fd[1]);
+
+	/* Read the result until it is complete, the child closes the pipe (it
+	 * died), or the deadline passes. */
+	run_result got;
+	memset(&got, 0, sizeof got);
+	size_t nread = 0;
+	int timed_out = 0;
+	double deadline = tk_now() + o->timeout_s;
+	while (nread < sizeof got) {
+		double left = deadline - tk_now();
+		if (left <= 0) {
+			timed_out = 1;
+			break;
+		}
+		struct pollfd p = { fd[0], POLLIN, 0 };
+		int k = poll(&p, 1, (int)ceil((left < 1000 ? left : 1000) * 1e3));
+		if (k < 0 && errno != EINTR)
+			break;
+		if (k <= 0)
+			continue;
+		ssize_t m = read(fd[0], (char *)&got + nread, sizeof got - nread);
+		if (m < 0 && errno == EINTR)
+			continue;
+		if (m <= 0)
+			break;
+		nread += (size_t)m;
+	}
+	close(fd[0]);
+	if (timed_out) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+	}
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+
+	if (timed_out) {
+		r->error = MEAS_RUN_TIMEOUT;
+		snprintf(r->msg, sizeof r->msg, "run timeout after %g s", o->timeout_s);
+	} else if (nread == sizeof got) {
+		/* The child reported; its exit status adds nothing (under valgrind it
+		 * may be the leak checker's). */
+		*r = got;
+		r->msg[sizeof r->msg - 1] = 0;
+		if (r->nrepeat < 0 || r->nrepeat > RUN_MAXREPEAT)
+			r->nrepeat = 0;
+	} else {
+		r->error = MEAS_RUNTIME_CRASH;
+		if (w != pid) {
+			snprintf(r->msg, sizeof r->msg, "runtime crash: child status lost (%s)",
+			         strerror(errno));
+		} else if (WIFSIGNALED(st)) {
+			const char *name = signal_name(WTERMSIG(st));
+			if (name)
+				snprintf(r->msg, sizeof r->msg, "runtime crash: killed by signal %s (%s)",
+				         name, strsignal(WTERMSIG(st)));
+			else
+				snprintf(r->msg, sizeof r->msg, "runtime crash: killed by signal %d",
+				         WTERMSIG(st));
+		} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+			snprintf(r->msg, sizeof r->msg, "runtime crash: exited with status %d",
+			         WEXITSTATUS(st));
+		} else {
+			snprintf(r->msg, sizeof r->msg, "runtime crash: exited without a result "
+			         "(%zu of %zu bytes)", nread, sizeof got);
+		}
+	}
+	compute_stats(r);
+	return TK_OK;
+}

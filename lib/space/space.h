@@ -1,0 +1,111 @@
+/*
+ * space: the configuration space of a task, in AutoTVM's sense: a list of
+ * knobs, each with a finite list of candidate values. A configuration picks
+ * one candidate per knob; it has a canonical text form
+ *
+ *     tile_i=4x8x16;tile_j=8x4x16;tile_r=32x16;order=0;vec=j;unroll=64;...
+ *
+ * and an index in the space (mixed radix, first knob least significant).
+ *
+ * The knobs of the generic template (one set per task, chosen on the stage
+ * with the most work):
+ *   tile_<axis>      split of each spatial axis into outer x middle x inner
+ *                    (inner = the register tile) and of each reduction axis
+ *                    into outer x inner. Factors come from the divisors of
+ *                    the extent and the powers of two below it; the outer
+ *                    factor is the ceiling, so non-dividing tiles occur and
+ *                    are handled with loop tails.
+ *   order            loop structure: 0 = S0 S1 R0 R1 S2 (the reduction runs
+ *                    whole inside a register tile), 1 = S0 R0 S1 R1 S2 (the
+ *                    reduction is blocked outside the middle spatial loops)
+ *   vec              the spatial axis whose inner part is innermost and
+ *                    vectorised
+ *   unroll           auto_unroll_max_step: 0, 16, 64, 512
+ *   unroll_explicit  1: unroll in the generated C; 0: leave it to the compiler
+ *   pack_<input>     copy an input into a tile-ordered (and padded) layout
+ *                    before the main loop nest
+ * The space depends only on the task, never on the target, so records from
+ * different hardware share configurations (transfer learning needs it).
+ */
+#ifndef TK_SPACE_H
+#define TK_SPACE_H
+
+#include <stdint.h>
+
+#include "task/te.h"
+#include "util/util.h"
+
+#define SP_MAXKNOB 24
+#define SP_MAXLEVEL 3
+
+enum { KNOB_SPLIT, KNOB_ENUM };
+
+/* What a knob controls, for the template. */
+enum {
+	KR_TILE,     /* split of axis `axis` of the main stage */
+	KR_ORDER,
+	KR_VEC,      /* values are axis numbers, -1 for none */
+	KR_UNROLL,
+	KR_EXPLICIT,
+	KR_PACK      /* pack read `read` of the main stage */
+};
+
+typedef struct sp_knob {
+	const char *name;
+	int kind;           /* KNOB_SPLIT or KNOB_ENUM */
+	int role;           /* KR_* */
+	int axis;           /* KR_TILE: axis of the main stage */
+	int read;           /* KR_PACK: read index in the main stage body */
+	int nlevel;         /* KNOB_SPLIT: number of factors (2 or 3) */
+	int64_t extent;     /* KNOB_SPLIT: extent of the axis */
+	int n;              /* number of candidates, >= 1 */
+	int64_t *cand;      /* SPLIT: n*nlevel factors, outermost first; ENUM: n values */
+	const char **label; /* ENUM: text of each value (NULL: print the number) */
+} sp_knob;
+
+typedef struct sp_space {
+	tk_arena arena;     /* owns knob names, candidates, labels */
+	const te_prog *prog;/* borrowed: must outlive the space */
+	int main_stage;
+	int nknob;
+	sp_knob knob[SP_MAXKNOB];
+	uint64_t size;      /* number of configurations */
+} sp_space;
+
+typedef struct sp_config {
+	int v[SP_MAXKNOB];  /* candidate index per knob */
+} sp_config;
+
+/* Build the space of p. *out is freed with sp_space_free(). TK_EUNSUPP if the
+ * space has more than 2^63 points or too many knobs. */
+int sp_space_create(const te_prog *p, sp_space **out);
+void sp_space_free(sp_space *s);
+
+/* Knob number by name, -1 if absent. */
+int sp_knob_find(const sp_space *s, const char *name);
+
+uint64_t sp_index(const sp_space *s, const sp_config *c);
+/* idx must be < s->size. */
+void sp_from_index(const sp_space *s, uint64_t idx, sp_config *c);
+
+/* Parse canonical text (knobs in any order, all present). TK_EINVAL with a
+ * message naming the bad part for unknown or missing knobs and values that
+ * are not candidates. */
+int sp_parse(const sp_space *s, const char *text, sp_config *c);
+/* Canonical text into sb. */
+void sp_format(tk_sb *sb, const sp_space *s, const sp_config *c);
+
+/* The value text of knob k in c ("4x8x16", "j", "64"). Returns buf. */
+const char *sp_value_text(const sp_space *s, int k, const sp_config *c, char *buf, int nbuf);
+
+/* Uniformly random configuration. */
+void sp_sample(const sp_space *s, tk_rng *r, sp_config *c);
+/* A neighbour: c with one knob (with more than one candidate) changed to a
+ * different random candidate. c itself if every knob has one candidate. */
+void sp_neighbor(const sp_space *s, tk_rng *r, const sp_config *c, sp_config *out);
+
+/* The naive configuration: every split [E,1,1], order 0, first vec axis, no
+ * unroll, no packing: the plain loop nest. */
+void sp_naive(const sp_space *s, sp_config *c);
+
+#endif

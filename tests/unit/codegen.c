@@ -1,0 +1,120 @@
+/*
+ * Generated code against the reference: random configurations of every
+ * operator, on awkward shapes (primes, ones, tiles that do not divide), are
+ * built with the system compiler, run and checked by the measurement
+ * harness. Any wrong answer, crash or build failure fails the test.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "codegen/kernel.h"
+#include "measure/measure.h"
+#include "unit.h"
+
+static char cache[64];
+
+static void check_task(const char *task, int nrandom, const char *target)
+{
+	ms_task *t;
+	tk_target tg;
+	ms_opts o;
+	int rc = ms_task_open(task, 1, &t);
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", task, tk_errmsg());
+		CHECK(0);
+		return;
+	}
+	CHECK_EQ_INT(tk_target_parse(target, &tg), TK_OK);
+	ms_opts_default(&o);
+	o.cache_dir = cache;
+	o.run.number = 1;
+	o.run.repeat = 1;
+	o.run.warmup = 0;
+	int n = nrandom + 1;
+	sp_config *c = calloc((size_t)n, sizeof *c);
+	ms_result *r = calloc((size_t)n, sizeof *r);
+	tk_rng rng;
+	tk_rng_seed(&rng, 42, tk_hash64(task, strlen(task), 0));
+	sp_naive(t->space, &c[0]);
+	for (int i = 1; i < n; i++)
+		sp_sample(t->space, &rng, &c[i]);
+	rc = ms_measure(t, &tg, &o, c, n, r);
+	CHECK_EQ_INT(rc, TK_OK);
+	for (int i = 0; rc == TK_OK && i < n; i++) {
+		if (r[i].error != MEAS_OK)
+			fprintf(stderr, "%s [%s] on %s: %s: %s\n", task, r[i].config, target,
+			        meas_error_name(r[i].error), r[i].msg);
+		CHECK_EQ_INT(r[i].error, MEAS_OK);
+	}
+	ms_results_free(r, n);
+	free(r);
+	free(c);
+	ms_task_free(t);
+}
+
+TEST(test_dense)
+{
+	check_task("dense:m=13,n=37,k=11", 10, "native");
+	check_task("dense:m=1,n=1,k=1", 2, "native");
+	check_task("dense:m=64,n=48,k=32", 8, "native");
+}
+
+TEST(test_dense_relu)
+{
+	check_task("dense_relu:m=7,n=40,k=9", 6, "native");
+}
+
+TEST(test_batch_matmul)
+{
+	check_task("batch_matmul:b=3,m=5,n=17,k=8", 6, "native");
+}
+
+TEST(test_conv1d)
+{
+	check_task("conv1d:c=3,w=23,k=5,r=3,stride=2,pad=1", 6, "native");
+	check_task("conv1d_transpose:c=3,w=11,k=4,r=4,stride=3,pad=1", 6, "native");
+}
+
+TEST(test_conv2d)
+{
+	check_task("conv2d:n=2,c=3,h=11,w=7,k=5,r=3,s=2,stride=2,pad=1", 8, "native");
+	check_task("conv2d:c=8,h=9,w=9,k=16,r=1,s=1", 4, "native");
+}
+
+TEST(test_conv2d_transpose)
+{
+	check_task("conv2d_transpose:c=3,h=5,w=4,k=2,r=3,s=3,stride=2,pad=1", 6, "native");
+}
+
+TEST(test_depthwise)
+{
+	check_task("depthwise_conv2d:c=5,h=13,w=9,r=3,s=3,stride=2,pad=1", 6, "native");
+}
+
+TEST(test_winograd)
+{
+	check_task("conv2d_winograd:c=3,h=7,w=9,k=4,m=2", 4, "native");
+	check_task("conv2d_winograd:c=2,h=10,w=6,k=3,m=4,pad=2", 4, "native");
+}
+
+TEST(test_other_targets)
+{
+	check_task("dense:m=19,n=21,k=5", 4, "cpu:isa=sse2");
+	check_task("conv2d:c=3,h=6,w=6,k=4,pad=1", 4, "cpu:threads=2");
+}
+
+TEST(test_setup)
+{
+	snprintf(cache, sizeof cache, "/tmp/tunekit-unit-codegen-XXXXXX");
+	CHECK(mkdtemp(cache) != NULL);
+}
+
+TEST(test_teardown)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
+UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
+          test_conv2d_transpose, test_depthwise, test_winograd, test_other_targets, test_teardown)
