@@ -23,7 +23,9 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz)
 LDLIBS += $(PKG_LIBS) -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
-DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev mandoc sqlite3
+# sqlite3 (the shell), mandoc and bsdextrautils (col) are for the tests.
+DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
+	sqlite3 mandoc bsdextrautils
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)
 CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
@@ -88,8 +90,14 @@ test: tunekit $(UNIT_BIN)
 	@for m in man/*.1; do mandoc -Tlint -W warning $$m || exit 1; done
 	@cd tests && ./run-all.sh
 
+# The main job on a built-in default: a GEMM and a ResNet-18 convolution,
+# the naive loop nest against the best of random configurations.
+DEMO_DB ?= demo.db
 demo: tunekit
-	./tests/demo.sh
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	./tunekit measure --db $(DEMO_DB) --naive --sample 32 \
+		--task dense:m=256,n=256,k=256 --task conv2d:c=64,h=56,w=56,k=64,pad=1 >/dev/null
+	./tunekit report --db $(DEMO_DB) --format table best
 
 install: tunekit
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

@@ -19,7 +19,7 @@ enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,     /* the work could not be done (I/O, target, out of memory) */
 	EXIT_USAGE = 2,    /* bad command line or malformed input */
-	EXIT_STORE = 3,    /* the record store is corrupt, too new, or locked */
+	EXIT_STORE = 3,    /* the store cannot be used: missing (to read), corrupt, too new, locked */
 	EXIT_INTR = 130    /* interrupted; everything committed is kept */
 };
 

@@ -11,6 +11,7 @@
 #include "task/te.h"
 
 void main_list_commands(FILE *f);
+const tk_cmd *main_find_cmd(const char *name);
 
 static const char *const usage[] = {
 	"tunekit help [COMMAND | tasks | targets | networks]",
@@ -41,7 +42,8 @@ static void help_targets(void)
 	       "  threads  OpenMP threads of the kernels (default 1)\n"
 	       "  cc       C compiler command (default cc)\n"
 	       "  opt      optimisation flag (default -O3)\n"
-	       "Each distinct target is distinct hardware in the store.\n"
+	       "Targets that differ in CPU, ISA, compiler version, opt or threads are\n"
+	       "distinct hardware in the store; 'native' and its explicit spelling are the same.\n"
 	       "Example: cpu:isa=avx2,threads=2\n");
 }
 
@@ -64,6 +66,8 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx)
 	int rc;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
+	if (argc > 1)
+		return tk_fail(ctx, TK_EINVAL, "expected one topic, got '%s %s'", argv[0], argv[1]);
 	if (argc == 0) {
 		printf("usage: tunekit COMMAND [OPTIONS] [ARGS]\n\nCommands:\n");
 		main_list_commands(stdout);
@@ -77,6 +81,8 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx)
 		help_targets();
 	else if (!strcmp(argv[0], "networks"))
 		help_networks();
+	else if (!main_find_cmd(argv[0]))
+		return tk_fail(ctx, TK_EINVAL, "no help on '%s' (see 'tunekit help')", argv[0]);
 	else {
 		char self[] = "/proc/self/exe";
 		char *args[] = { "tunekit", argv[0], "--help", NULL };

@@ -19,13 +19,15 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx);
 
 /* Sorted by name. */
 static const tk_cmd commands[] = {
-	{ "help", cmd_help, 0, "help on commands, operators and targets" },
+	{ "help", cmd_help, 0, "help on commands, operators, targets and networks" },
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },
 };
 
-static const tk_cmd *find_cmd(const char *name)
+const tk_cmd *main_find_cmd(const char *name);
+
+const tk_cmd *main_find_cmd(const char *name)
 {
 	int lo = 0, hi = ArraySize(commands) - 1;
 	while (lo <= hi) {
@@ -98,7 +100,7 @@ int main(int argc, char **argv)
 	const tk_cmd *cmd = NULL;
 	int shift = 1;
 
-	if (!strncmp(base, "tunekit-", 8) && (cmd = find_cmd(base + 8)))
+	if (!strncmp(base, "tunekit-", 8) && (cmd = main_find_cmd(base + 8)))
 		shift = 0;
 	else if (argc < 2) {
 		usage(stderr);
@@ -109,7 +111,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return EXIT_OK;
-	} else if (!(cmd = find_cmd(argv[1]))) {
+	} else if (!(cmd = main_find_cmd(argv[1]))) {
 		fprintf(stderr, "tunekit: '%s' is not a tunekit command (see 'tunekit help')\n", argv[1]);
 		return EXIT_USAGE;
 	}
@@ -124,7 +126,7 @@ int main(int argc, char **argv)
 	                                                              : "tunekit.db";
 	ctx.common.seed = 1;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	ctx.common.jobs = ncpu > 0 ? ncpu : 1;
+	ctx.common.jobs = ncpu < 1 ? 1 : ncpu > 256 ? 256 : ncpu;
 	ctx.out_tty = isatty(1);
 	ctx.err_tty = isatty(2);
 	ctx.cmdline = join_argv(argc, argv);

@@ -46,7 +46,7 @@ static const opt options[] = {
 	{ OPT_FLAG, "flush-cache", 0, &o.flush, NULL, "flush the CPU caches between repeats" },
 	{ OPT_DOUBLE, "timeout", 0, &o.timeout, "S", "limit of one kernel run in seconds (default 10)" },
 	{ OPT_DOUBLE, "build-timeout", 0, &o.build_timeout, "S", "limit of one compilation (default 60)" },
-	{ OPT_STRING, "cache-dir", 0, &o.cache_dir, "DIR", "compiled-kernel cache (default ~/.cache/tunekit)" },
+	{ OPT_STRING, "cache-dir", 0, &o.cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations built and committed together (default 16)" },
 	OPT_END_
 };
@@ -200,7 +200,10 @@ static void stream_row(table *tb, FILE *f, int64_t id, const rec_session *s, int
 	snprintf(strial, sizeof strial, "%d", trial);
 	snprintf(shw, sizeof shw, "%lld", (long long)s->hw_id);
 	if (r->error == MEAS_OK) {
-		snprintf(lat, sizeof lat, "%.6e", r->run.median);
+		if (tb)
+			fmt_seconds(lat, r->run.median);
+		else
+			snprintf(lat, sizeof lat, "%.9g", r->run.median);
 		snprintf(gf, sizeof gf, "%.3f", flops / r->run.median * 1e-9);
 	}
 	const char *cells[] = { sid, srun, strial, task, r->config, shw,
@@ -354,8 +357,8 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 			from_stdin = 1;
 			continue;
 		}
-		if (ntask != 1)
-			rc = tk_fail(ctx, TK_EINVAL, "--config CONFIG needs exactly one --task");
+		if (w.n != 1)
+			rc = tk_fail(ctx, TK_EINVAL, "--config CONFIG needs exactly one task");
 		else
 			rc = add_task(ctx, &w, w.job[0].task, o.config.v[i], NULL);
 	}

@@ -74,7 +74,7 @@ static int best_row(void *p, const store_rec *r)
 	if (b->fmt == FMT_TABLE)
 		fmt_seconds(lat, r->median);
 	else
-		snprintf(lat, sizeof lat, "%.6e", r->median);
+		snprintf(lat, sizeof lat, "%.9g", r->median);
 	snprintf(gf, sizeof gf, "%.3f", r->flops / r->median * 1e-9);
 	if (!naive_speedup(b->ctx, r, &speedup))
 		snprintf(sp, sizeof sp, "%.2f", speedup);
@@ -116,7 +116,7 @@ static int run_row(void *p, const store_runinfo *r)
 		if (b->fmt == FMT_TABLE)
 			fmt_seconds(best, r->best_median);
 		else
-			snprintf(best, sizeof best, "%.6e", r->best_median);
+			snprintf(best, sizeof best, "%.9g", r->best_median);
 	}
 	if (r->ended >= 0)
 		snprintf(dur, sizeof dur, "%.1f", r->ended - r->started);

@@ -13,7 +13,7 @@
 
 CREATE TABLE hardware (
   id        INTEGER PRIMARY KEY,
-  key       TEXT NOT NULL UNIQUE,   -- identity: cpu|isa|compiler version|threads or device name
+  key       TEXT NOT NULL UNIQUE,   -- identity: cpu|isa|compiler version|opt|threads=N, or a device
   kind      TEXT NOT NULL,          -- 'cpu' (measured here), 'imported', 'replay'
   cpu       TEXT,                   -- CPU model or device name
   isa       TEXT,                   -- avx512, avx2, sse2, or NULL
@@ -42,7 +42,7 @@ CREATE TABLE config (
 CREATE TABLE run (
   id        INTEGER PRIMARY KEY,
   argv      TEXT NOT NULL,          -- the command line
-  method    TEXT NOT NULL,          -- e.g. measure/random, tune/xgb+sa, import/kernel-tuner
+  method    TEXT NOT NULL,          -- e.g. measure, tune/xgb+sa, import/kernel-tuner
   seed      INTEGER,
   hardware_id INTEGER REFERENCES hardware(id),
   replay    TEXT,                   -- dataset path when measurements were replayed

@@ -18,8 +18,10 @@
 #include <string.h>
 
 #define LIN_MAX 32
-#define EXPAND_MAX 1024     /* statements an explicit expansion may produce */
+#define EXPAND_MAX 2048     /* operations that unrolling (explicit or by
+                               pragma, nested) may ask of the compiler */
 #define REG_MAX_FLOATS 1024 /* tiles larger than this stay arrays */
+#define EXPAND_MAX_BYTES (64 << 10) /* source one explicit expansion may produce */
 
 enum { BD_NONE, BD_CONST, BD_CVAR, BD_VEC };
 
@@ -49,6 +51,7 @@ typedef struct cg {
 	int par_depth;
 	const ir_stmt *vloop;
 	int vw;             /* chunk width inside vloop; 1 = scalar */
+	int64_t mult;       /* product of the unroll pragmas around the point */
 	int ntmp;
 } cg;
 
@@ -167,12 +170,11 @@ static void print_atom(cg *g, const ir_expr *e, int lane)
 	case IR_DIV:
 	case IR_MOD:
 		ir_range(e->a, &lo, &hi);
-		tk_sb_puts(sb, lo >= 0 ? "(" : e->kind == IR_DIV ? "tk_fdiv(" : "tk_fmod(");
+		tk_sb_puts(sb, lo >= 0 ? "((" : e->kind == IR_DIV ? "tk_fdiv(" : "tk_fmod(");
 		print_int(g, e->a, lane);
 		tk_sb_puts(sb, lo >= 0 ? (e->kind == IR_DIV ? ")/" : ")%") : ", ");
 		print_int(g, e->b, lane);
-		if (lo < 0)
-			tk_sb_putc(sb, ')');
+		tk_sb_putc(sb, ')');
 		return;
 	case IR_MIN:
 		tk_sb_puts(sb, "tk_min(");
@@ -438,10 +440,18 @@ static void print_vfloat(cg *g, const ir_expr *e)
 	case IR_LOAD: {
 		int ok;
 		int64_t s = flat_stride(e->buf, e->idx, g->vloop, &ok);
-		if (ok && s == 1)
+		if (ok && s == 1) {
 			print_access(g, e->buf, e->idx, 0, g->vw, 0);
-		else
+		} else if (ok && !(e->buf->kind == IRB_LOCAL && g->loc[e->buf->id].mode == LM_REG)) {
+			/* strided: a small inline loop keeps the source short */
+			lin l;
+			flat_index(g, e->buf, e->idx, 0, &l);
+			tk_sb_printf(sb, "tk_gather%d(&%s[", g->vw, bname(e->buf));
+			print_lin(g, &l, 0);
+			tk_sb_printf(sb, "], %lld)", (long long)s);
+		} else {
 			print_gather(g, e);
+		}
 		return;
 	}
 	case IR_FADD:
@@ -517,7 +527,20 @@ static void emit_store(cg *g, const ir_stmt *s)
 		tk_sb_puts(g->sb, ";\n");
 		return;
 	}
-	/* scatter */
+	if (ok && !(s->buf->kind == IRB_LOCAL && g->loc[s->buf->id].mode == LM_REG)) {
+		lin l;
+		flat_index(g, s->buf, s->idx, 0, &l);
+		line(g);
+		tk_sb_printf(g->sb, "tk_scatter%s%d(&%s[", s->accum ? "_add" : "", g->vw, bname(s->buf));
+		print_lin(g, &l, 0);
+		tk_sb_printf(g->sb, "], %lld, ", (long long)st);
+		if (!vec)
+			tk_sb_printf(g->sb, "(tkv%d){0} + ", g->vw);
+		print_vfloat(g, s->value);
+		tk_sb_puts(g->sb, ");\n");
+		return;
+	}
+	/* scatter lane by lane */
 	int t = g->ntmp++;
 	line(g);
 	tk_sb_printf(g->sb, "{\n");
@@ -555,15 +578,49 @@ static int can_vectorize(const ir_stmt *v)
 	return 1;
 }
 
-/* Statement instances an emission of s produces (explicit expansions
- * multiplied out), to bound code size. */
+/* Operations an emission of s produces (explicit expansions multiplied
+ * out, per-lane gathers counted per lane), to bound what unrolling asks of
+ * the compiler. */
 static int64_t expand_count(const cg *g, const ir_stmt *s);
+
+/* Operations of one value inside a loop vectorised along v (NULL: scalar). */
+static int64_t value_ops(const ir_expr *e, const ir_stmt *v, int w)
+{
+	int ok;
+	switch (e->kind) {
+	case IR_LOAD:
+		if (!v || !uses_loop(e, v))
+			return 1;
+		flat_stride(e->buf, e->idx, v, &ok);
+		return ok ? 2 : w; /* vector load or gather helper; else lane by lane */
+	case IR_SELECT:
+		/* a guarded lane is a branch: weigh it like several operations */
+		if (v && uses_loop(e->a, v))
+			return w * (4 + value_ops(e->b, NULL, 1));
+		return 4 + value_ops(e->b, v, w);
+	case IR_FADD:
+	case IR_FMUL:
+		return 1 + value_ops(e->a, v, w) + value_ops(e->b, v, w);
+	case IR_FRELU:
+		return 1 + value_ops(e->a, v, w);
+	}
+	return 0;
+}
+
+static int64_t stores_ops(const ir_stmt *s, const ir_stmt *v, int w)
+{
+	int64_t n = 0;
+	for (; s; s = s->next)
+		if (s->kind == IR_STORE)
+			n += 1 + value_ops(s->value, v, w);
+	return n;
+}
 
 static int expands(const cg *g, const ir_stmt *s, int64_t *e)
 {
 	if (s->ann != ANN_UNROLL || !s->explicit_unroll || !ir_const(s->extent, e))
 		return 0;
-	return *e * expand_count(g, s->body) <= EXPAND_MAX;
+	return g->mult * *e * expand_count(g, s->body) <= EXPAND_MAX;
 }
 
 static int64_t expand_count(const cg *g, const ir_stmt *s)
@@ -571,13 +628,16 @@ static int64_t expand_count(const cg *g, const ir_stmt *s)
 	int64_t n = 0, e;
 	for (; s; s = s->next) {
 		if (s->kind == IR_STORE) {
-			n += 1;
+			n += 1 + value_ops(s->value, NULL, 1);
 		} else if (s->kind == IR_ALLOC) {
 			n += expand_count(g, s->body);
-		} else if (s->ann == ANN_VECTORIZE && ir_const(s->extent, &e)) {
-			n += (e + g->o->vlen - 1) / g->o->vlen * expand_count(g, s->body);
+		} else if (s->ann == ANN_VECTORIZE && can_vectorize(s)) {
+			int64_t chunks = ir_const(s->extent, &e) ? (e + g->o->vlen - 1) / g->o->vlen : 2;
+			n += chunks * stores_ops(s->body, s, g->o->vlen);
 		} else if (expands(g, s, &e)) {
 			n += e * expand_count(g, s->body);
+		} else if (s->ann == ANN_UNROLL && ir_const(s->extent, &e)) {
+			n += e * expand_count(g, s->body); /* at most this many copies by pragma */
 		} else {
 			n += expand_count(g, s->body);
 		}
@@ -692,12 +752,18 @@ static void emit_for(cg *g, const ir_stmt *s)
 		return;
 	}
 	if (expands(g, s, &e)) {
-		for (int64_t i = 0; i < e; i++) {
+		size_t mark = g->sb->n;
+		for (int64_t i = 0; i < e && g->sb->n - mark <= EXPAND_MAX_BYTES; i++) {
 			b->kind = BD_CONST;
 			b->c = i;
 			emit_stmts(g, s->body);
 		}
-		return;
+		if (g->sb->n - mark <= EXPAND_MAX_BYTES)
+			return;
+		/* too much source for the compiler: a loop after all */
+		g->sb->n = mark;
+		if (g->sb->s)
+			g->sb->s[mark] = 0;
 	}
 	const char *name = var_name(g, s);
 	b->kind = BD_CVAR;
@@ -706,10 +772,22 @@ static void emit_for(cg *g, const ir_stmt *s)
 		line(g);
 		tk_sb_printf(g->sb, "#pragma omp parallel for num_threads(%d) schedule(static)\n",
 		             g->o->threads);
-	} else if (s->ann == ANN_UNROLL || s->unroll_pragma) {
-		int n = s->unroll_pragma ? s->unroll_pragma : (int)s->max_extent;
-		line(g);
-		tk_sb_printf(g->sb, "#pragma GCC unroll %d\n", n > 65534 ? 65534 : n);
+	}
+	int64_t n = 1;
+	/* Only constant trip counts: GCC unrolling loops with tails by pragma,
+	 * nested, takes minutes for little gain. */
+	if (!par && s->ann == ANN_UNROLL && ir_const(s->extent, &e)) {
+		/* the compiler's copies count against the same budget */
+		int64_t body = expand_count(g, s->body);
+		n = e;
+		if (g->mult * n * (body ? body : 1) > EXPAND_MAX)
+			n = EXPAND_MAX / (g->mult * (body ? body : 1));
+		if (n >= 2) {
+			line(g);
+			tk_sb_printf(g->sb, "#pragma GCC unroll %lld\n", (long long)n);
+		} else {
+			n = 1;
+		}
 	}
 	line(g);
 	tk_sb_printf(g->sb, "for (long %s = 0; %s < ", name, name);
@@ -717,7 +795,9 @@ static void emit_for(cg *g, const ir_stmt *s)
 	tk_sb_printf(g->sb, "; %s++) {\n", name);
 	g->depth++;
 	g->par_depth += par;
+	g->mult *= n;
 	emit_stmts(g, s->body);
+	g->mult /= n;
 	g->par_depth -= par;
 	g->depth--;
 	line(g);
@@ -803,6 +883,13 @@ static void prelude(cg *g)
 		tk_sb_printf(sb, "typedef int tki%d __attribute__((vector_size(%d)));\n", w, 4 * w);
 		tk_sb_printf(sb, "static inline tkv%d tk_relu%d(tkv%d x) "
 		             "{ return (tkv%d)((tki%d)x & (x > (tkv%d){0})); }\n", w, w, w, w, w, w);
+		tk_sb_printf(sb, "static inline tkv%d tk_gather%d(const float *p, long s) "
+		             "{ tkv%d v; for (int l = 0; l < %d; l++) v[l] = p[l * s]; return v; }\n",
+		             w, w, w, w);
+		tk_sb_printf(sb, "static inline void tk_scatter%d(float *p, long s, tkv%d v) "
+		             "{ for (int l = 0; l < %d; l++) p[l * s] = v[l]; }\n", w, w, w);
+		tk_sb_printf(sb, "static inline void tk_scatter_add%d(float *p, long s, tkv%d v) "
+		             "{ for (int l = 0; l < %d; l++) p[l * s] += v[l]; }\n", w, w, w);
 	}
 	tk_sb_puts(sb,
 	           "static inline float tk_relu(float x) { return x > 0 ? x : 0.0f; }\n"
@@ -836,6 +923,7 @@ int cg_emit_c(const ir_func *f, const cg_opts *o, char **src)
 	g.f = f;
 	g.o = o;
 	g.sb = &sb;
+	g.mult = 1;
 	g.bind = calloc((size_t)f->nstmt + 1, sizeof *g.bind);
 	g.loc = calloc((size_t)f->nbuf + 1, sizeof *g.loc);
 	if (!g.bind || !g.loc) {

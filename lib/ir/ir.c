@@ -346,8 +346,6 @@ static void print_stmts(tk_sb *sb, const ir_stmt *s, int depth)
 			tk_sb_printf(sb, "%s", ann[s->ann]);
 			if (s->ann == ANN_UNROLL && s->explicit_unroll)
 				tk_sb_puts(sb, " explicit");
-			if (s->unroll_pragma)
-				tk_sb_printf(sb, " pragma_unroll(%d)", s->unroll_pragma);
 			tk_sb_puts(sb, ":\n");
 			print_stmts(sb, s->body, depth + 1);
 			break;

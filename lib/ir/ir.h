@@ -80,7 +80,6 @@ struct ir_stmt {
 	int64_t max_extent;        /* constant upper bound of extent */
 	int ann;                   /* ANN_* */
 	int explicit_unroll;       /* ANN_UNROLL: expand in the emitter (1) or pragma (0) */
-	int unroll_pragma;         /* > 0: ask the compiler to unroll this many */
 	ir_stmt *body;             /* IR_FOR and IR_ALLOC */
 	/* IR_STORE */
 	ir_buf *buf;               /* also IR_ALLOC: the local buffer */

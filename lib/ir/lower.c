@@ -678,14 +678,11 @@ static int64_t auto_unroll(ir_stmt *s, int64_t max, int expl)
 			continue;
 		int64_t inner = auto_unroll(s->body, max, expl);
 		int64_t n = s->kind == IR_FOR ? s->max_extent * inner : inner;
-		if (s->kind == IR_FOR && s->ann == ANN_NONE && max > 0 && n <= max) {
-			int64_t e;
-			if (ir_const(s->extent, &e)) {
-				s->ann = ANN_UNROLL;
-				s->explicit_unroll = expl;
-			} else {
-				s->unroll_pragma = (int)s->max_extent;
-			}
+		int64_t e;
+		if (s->kind == IR_FOR && s->ann == ANN_NONE && max > 0 && n <= max &&
+		    ir_const(s->extent, &e)) {
+			s->ann = ANN_UNROLL;
+			s->explicit_unroll = expl;
 		}
 		if (n > worst)
 			worst = n;

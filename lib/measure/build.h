@@ -34,8 +34,8 @@ const char *build_default_cache(void);
 /* Build n jobs with at most njobs compilers running at once, each limited to
  * timeout_s seconds. Creates cache_dir if needed. Returns TK_OK when every job
  * has a status (even BUILD_ERROR), TK_EIO if the cache directory cannot be
- * created or processes cannot be started, TK_EINTR if interrupted (jobs not
- * finished keep status BUILD_ERROR with msg "interrupted"). */
+ * created or processes cannot be started. Signals do not interrupt it: the
+ * caller checks for them between batches. */
 int build_run(const tk_target *t, const char *cache_dir, build_job *jobs, int n,
               int njobs, double timeout_s);
 

@@ -65,7 +65,7 @@ typedef struct run_result {
 } run_result;
 
 /* Run the kernel in so_path. Returns TK_OK when *r holds an outcome (valid or
- * not), TK_EIO when no child could be started, TK_EINTR if interrupted. */
+ * not), TK_EIO when no child could be started. Signals do not interrupt it. */
 int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
                const run_opts *o, run_result *r);
 

@@ -1,0 +1,53 @@
+#!/bin/sh
+# The binary: help, version, dispatch, links, options and their man pages.
+. "$(dirname "$0")/lib.sh"
+
+test_expect_success 'version and help' '
+	tunekit --version | grep -q "^tunekit [0-9]" &&
+	tunekit help >out && grep -q measure out && grep -q report out &&
+	tunekit --help >out && grep -q "usage: tunekit" out
+'
+
+test_expect_success 'unknown command and option exit 2' '
+	test_expect_code 2 tunekit frobnicate 2>err && grep -q "not a tunekit command" err &&
+	test_expect_code 2 tunekit measure --frob 2>err && grep -q "unknown option" err &&
+	test_expect_code 2 tunekit report --jobs x best 2>err && grep -q "integer" err &&
+	test_expect_code 2 tunekit 2>/dev/null
+'
+
+test_expect_success 'a link named tunekit-measure runs measure' '
+	ln -s "$TUNEKIT_BIN" tunekit-measure &&
+	./tunekit-measure --help >out && grep -q "usage: tunekit measure" out
+'
+
+test_expect_success 'help on tasks, targets and networks' '
+	tunekit help tasks >out && grep -q "conv2d_winograd" out && grep -q depthwise_conv2d out &&
+	tunekit help targets >out && grep -q "isa" out &&
+	tunekit help networks >out && grep -q resnet-18 out && grep -q bert-base out &&
+	tunekit help measure >out && grep -q -- "--sample" out
+'
+
+# Every option a command lists in --help is documented in its man page; the
+# common options in tunekit(1).
+for cmd in help measure report; do
+	test_expect_success "man page of $cmd documents its options" "
+		tunekit $cmd --help >help &&
+		sed '/^common options:/,\$d' help | grep -o -- '--[a-z][a-z-]*' | sort -u >opts &&
+		sed -n '/^common options:/,\$p' help | grep -o -- '--[a-z][a-z-]*' | sort -u >common &&
+		test -s common &&
+		mandoc -Tascii '$TOP/man/tunekit.1' | col -b >page &&
+		for o in \$(cat common); do grep -q -- \"\$o\" page || { echo \"tunekit.1 lacks \$o\"; exit 1; }; done &&
+		mandoc -Tascii '$TOP/man/tunekit-$cmd.1' | col -b >page &&
+		missing= &&
+		for o in \$(cat opts); do grep -q -- \"\$o\" page || missing=\"\$missing \$o\"; done &&
+		test -z \"\$missing\" || { echo \"undocumented:\$missing\"; false; }
+	"
+done
+
+test_expect_success 'every command in the table has a man page and lints clean' '
+	for m in "$TOP"/man/*.1; do mandoc -Tlint -W warning "$m" || exit 1; done &&
+	tunekit help | awk "/^  [a-z]/ { print \$1 }" >cmds && test -s cmds &&
+	for c in $(cat cmds); do test -f "$TOP/man/tunekit-$c.1" || { echo "no page for $c"; exit 1; }; done
+'
+
+test_done

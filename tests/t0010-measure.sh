@@ -1,0 +1,98 @@
+#!/bin/sh
+# measure and report on real kernels: records, streams, emitted code.
+. "$(dirname "$0")/lib.sh"
+
+DENSE='dense:m=24,n=40,k=16'
+CONV='conv2d:c=4,h=10,w=10,k=8,pad=1'
+
+test_expect_success 'measure records reference-checked latencies for dense and conv2d' '
+	tunekit measure -q --task $DENSE --task $CONV --sample 4 --naive >out &&
+	test $(tsv_count out) -eq 10 &&
+	test "$(awk -F"\t" "NR > 1 && \$7 != 1" out | wc -l)" -eq 0 &&
+	test "$(sql "SELECT COUNT(*) FROM measurement WHERE valid AND median > 0 AND nrepeat = 5")" -eq 10 &&
+	test "$(sql "SELECT COUNT(DISTINCT task_id) FROM config")" -eq 2 &&
+	test "$(sql "SELECT COUNT(*) FROM run WHERE ended IS NOT NULL AND method = '\''measure'\''")" -eq 1
+'
+
+test_expect_success 'the stream header names the documented columns' '
+	tunekit measure -q --task $DENSE --naive >out &&
+	head -1 out >hdr &&
+	printf "id\trun\ttrial\ttask\tconfig\thw\tvalid\terror\tlatency_s\tgflops\n" >want &&
+	test_cmp want hdr
+'
+
+test_expect_success 'canonical task keys: order of keys and defaults do not matter' '
+	tunekit measure -q --task "dense:k=16,n=40,m=24" --naive >out &&
+	test "$(tsv_col out task)" = "dense:k=16,m=24,n=40" &&
+	tunekit measure -q --task "conv2d:k=8,pad=1,w=10,h=10,c=4,n=1,r=3" --naive >out2 &&
+	test "$(tsv_col out2 task)" = "conv2d:c=4,h=10,k=8,n=1,pad=1,r=3,s=3,stride=1,w=10"
+'
+
+test_expect_success 'report best picks the fastest valid record per task' '
+	tunekit report best >best &&
+	test $(tsv_count best) -eq 2 &&
+	for t in $(awk -F"\t" "NR > 1 { print \$2 }" best); do
+		min=$(sql "SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id WHERE m.valid AND t.key = '\''$t'\''") &&
+		got=$(awk -F"\t" -v t="$t" "\$2 == t { print \$5 }" best) &&
+		awk -v a="$min" -v b="$got" "BEGIN { d = (a - b) / a; exit !(d * d < 1e-14) }" || exit 1
+	done &&
+	awk -F"\t" "NR > 1 && \$7 == \"\" { exit 1 }" best
+'
+
+test_expect_success 'measure --config - reads TASK<TAB>CONFIG lines and record streams' '
+	tunekit report best | cut -f2,3 | tail -n +2 >pairs &&
+	tunekit measure -q --config - <pairs >out &&
+	test $(tsv_count out) -eq 2 &&
+	tunekit report best | tunekit measure -q --config - >out2 &&
+	test $(tsv_count out2) -eq 2
+'
+
+test_expect_success 'measure output feeds cut in a pipeline' '
+	tunekit measure -q --task $DENSE --sample 2 | cut -f 4,7 | tail -n +2 >col &&
+	test $(wc -l <col) -eq 2 && grep -q "^dense:k=16,m=24,n=40	1$" col
+'
+
+test_expect_success 'the emitted C of a configuration compiles and has the kernel ABI' '
+	cfg=$(tunekit report best | awk -F"\t" "\$2 ~ /^dense/ { print \$3 }") &&
+	tunekit measure --task $DENSE --config "$cfg" --emit-c >k.c &&
+	grep -q "void tk_kernel(float \*const \*bufs, float \*ws)" k.c &&
+	cc -O2 -march=native -c -o k.o k.c &&
+	tunekit measure --task $DENSE --config "$cfg" --emit-sched >s && grep -q "^split C i" s &&
+	tunekit measure --task $DENSE --config "$cfg" --emit-ir >ir && grep -q "^for " ir
+'
+
+test_expect_success 'the primitive sequence is stored with each configuration' '
+	test "$(sql "SELECT COUNT(*) FROM config WHERE sched LIKE '\''split %'\''")" -eq "$(sql "SELECT COUNT(*) FROM config")"
+'
+
+test_expect_success 'malformed tasks and configurations exit 2 and record nothing' '
+	before=$(sql "SELECT COUNT(*) FROM measurement") &&
+	test_expect_code 2 tunekit measure --task "dense:m=1,n=2" --naive 2>err && grep -q "missing parameter" err &&
+	test_expect_code 2 tunekit measure --task "gemm:m=1" --naive 2>err && grep -q "unknown operator" err &&
+	test_expect_code 2 tunekit measure --task "dense:m=0,n=2,k=2" --naive 2>err &&
+	test_expect_code 2 tunekit measure --task $DENSE --config "tile_i=3x3x3" 2>err &&
+	test_expect_code 2 tunekit measure --task $DENSE --config "nonsense" 2>err && grep -q "knob=value" err &&
+	printf "%s\tbogus=1\n" $DENSE | test_expect_code 2 tunekit measure --config - 2>err &&
+	test_expect_code 2 tunekit measure --task $DENSE 2>err && grep -q "no configurations" err &&
+	test $(wc -l <err) -eq 1 &&
+	test "$(sql "SELECT COUNT(*) FROM measurement")" -eq "$before"
+'
+
+test_expect_success 'every operator measures valid on an awkward shape' '
+	for t in "batch_matmul:b=2,m=5,n=7,k=3" "conv1d:c=3,w=13,k=2,stride=2,pad=1" \
+		"conv1d_transpose:c=2,w=7,k=3,stride=2" "conv2d_transpose:c=2,h=5,w=3,k=3,stride=2,pad=1" \
+		"depthwise_conv2d:c=3,h=7,w=5,pad=1" "conv2d_winograd:c=2,h=7,w=5,k=3" \
+		"dense_relu:m=5,n=3,k=7"; do
+		tunekit measure -q --task "$t" --sample 2 --naive --repeat 1 >o || exit 1
+		test "$(awk -F"\t" "NR > 1 && \$7 != 1" o | wc -l)" -eq 0 || { cat o; exit 1; }
+	done
+'
+
+test_expect_success 'report runs lists every run with its trials' '
+	tunekit report runs >runs &&
+	test $(tsv_count runs) -ge 5 &&
+	test "$(tsv_col runs trials)" -eq 10 &&
+	tunekit report --format json runs | grep -q "\"method\": \"measure\""
+'
+
+test_done
