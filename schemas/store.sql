@@ -1,4 +1,4 @@
--- tunekit record store, schema version 1.
+-- tunekit record store, schema version 2.
 --
 -- One SQLite file holds everything tunekit learns: the hardware it measured
 -- on, the tasks (operators with shapes), the configurations tried, every
@@ -6,6 +6,8 @@
 -- derived data (features, models). lib/store/store.c embeds this file and
 -- applies it to an empty database; later versions append migrations there,
 -- keyed by PRAGMA user_version.
+--
+-- Version 2 (the tuning loop) added run.params, run_log and foreign_record.
 --
 -- Times are seconds. Timestamps are Unix seconds (REAL). BLOBs of numbers
 -- are zlib-compressed little-endian arrays (float64 for times, float32 for
@@ -47,7 +49,30 @@ CREATE TABLE run (
   hardware_id INTEGER REFERENCES hardware(id),
   replay    TEXT,                   -- dataset path when measurements were replayed
   started   REAL NOT NULL,
-  ended     REAL                    -- NULL while running or if killed
+  ended     REAL,                   -- NULL while running or if killed
+  params    TEXT                    -- key=value lines a resumed run restores (v2)
+);
+
+-- Per-round values of a tuning run: epsilon, model fit time, trials, ... (v2)
+CREATE TABLE run_log (
+  run_id    INTEGER NOT NULL REFERENCES run(id),
+  round     INTEGER NOT NULL,
+  key       TEXT NOT NULL,
+  value     REAL,
+  PRIMARY KEY (run_id, round, key)
+);
+
+-- Imported records tunekit cannot interpret (unknown templates, other
+-- targets), kept verbatim and reported rather than dropped. (v2)
+CREATE TABLE foreign_record (
+  id        INTEGER PRIMARY KEY,
+  format    TEXT NOT NULL,          -- autotvm, kernel-tuner
+  source    TEXT NOT NULL,          -- file it came from
+  line      INTEGER,                -- line (or entry) in that file
+  reason    TEXT NOT NULL,
+  text      TEXT NOT NULL,          -- the record as it was
+  run_id    INTEGER REFERENCES run(id),
+  UNIQUE (format, text)
 );
 
 CREATE TABLE measurement (

@@ -11,7 +11,7 @@
  * statement so that a callback may use the store again. The contracts are in
  * store.h.
  */
-#include "store.h"
+#include "store_int.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -35,6 +35,14 @@ extern const char tk_schema_sql[]; /* schemas/store.sql, see the Makefile */
  */
 static const char *const migrations[] = {
 	NULL, /* 0 -> STORE_VERSION: tk_schema_sql */
+	/* 1 -> 2: the tuning loop */
+	"ALTER TABLE run ADD COLUMN params TEXT;"
+	"CREATE TABLE run_log (run_id INTEGER NOT NULL REFERENCES run(id),"
+	" round INTEGER NOT NULL, key TEXT NOT NULL, value REAL,"
+	" PRIMARY KEY (run_id, round, key));"
+	"CREATE TABLE foreign_record (id INTEGER PRIMARY KEY, format TEXT NOT NULL,"
+	" source TEXT NOT NULL, line INTEGER, reason TEXT NOT NULL, text TEXT NOT NULL,"
+	" run_id INTEGER REFERENCES run(id), UNIQUE (format, text));",
 };
 _Static_assert(ArraySize(migrations) == STORE_VERSION,
                "one migration per version step");
@@ -89,7 +97,7 @@ struct tk_store {
 
 /* Map an SQLite result code to a tunekit one and set the message from the
  * connection's last error. Call before resetting the failed statement. */
-static int store_err(tk_store *s, int rc)
+int store_err(tk_store *s, int rc)
 {
 	const char *zMsg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
 	switch (rc & 0xff) {
@@ -129,15 +137,15 @@ static int stmt_get(tk_store *s, int i, sqlite3_stmt **out)
 }
 
 /* A one-shot statement for queries whose callbacks may re-enter the store. */
-static int stmt_prepare(tk_store *s, const char *zSql, sqlite3_stmt **out)
+int store_prepare(tk_store *s, const char *zSql, sqlite3_stmt **out)
 {
 	int rc = sqlite3_prepare_v2(s->db, zSql, -1, out, NULL);
 	return rc == SQLITE_OK ? TK_OK : store_err(s, rc);
 }
 
 /* Make a cached statement ready for its next use, dropping the bindings,
- * which point at the caller's memory (see bind_text). */
-static void stmt_done(sqlite3_stmt *st)
+ * which point at the caller's memory (see store_bind_text). */
+void store_stmt_reset(sqlite3_stmt *st)
 {
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -145,19 +153,19 @@ static void stmt_done(sqlite3_stmt *st)
 
 /* Step a statement that returns no rows (or whose rows are ignored) to the
  * end and reset it. */
-static int stmt_run(tk_store *s, sqlite3_stmt *st)
+int store_step_done(tk_store *s, sqlite3_stmt *st)
 {
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		;
 	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	stmt_done(st);
+	store_stmt_reset(st);
 	return rc;
 }
 
 /* Step st once. On a row, *id receives column 0 and *found is 1; on no row
  * *found is 0. The statement is reset either way. */
-static int stmt_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found)
+int store_step_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found)
 {
 	int rc = sqlite3_step(st);
 	*found = 0;
@@ -168,26 +176,26 @@ static int stmt_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found)
 	} else {
 		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
 	}
-	stmt_done(st);
+	store_stmt_reset(st);
 	return rc;
 }
 
 /* Run SQL text with no results (pragmas, schema, transaction control). */
-static int store_exec(tk_store *s, const char *zSql)
+int store_exec_sql(tk_store *s, const char *zSql)
 {
 	int rc = sqlite3_exec(s->db, zSql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? TK_OK : store_err(s, rc);
 }
 
 /* Run a query returning one integer (a pragma, a count). */
-static int store_int(tk_store *s, const char *zSql, int64_t *out)
+int store_query_int(tk_store *s, const char *zSql, int64_t *out)
 {
 	sqlite3_stmt *st;
-	int found, rc = stmt_prepare(s, zSql, &st);
+	int found, rc = store_prepare(s, zSql, &st);
 	if (rc)
 		return rc;
 	*out = 0;
-	rc = stmt_id(s, st, out, &found);
+	rc = store_step_id(s, st, out, &found);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -196,7 +204,7 @@ static int store_int(tk_store *s, const char *zSql, int64_t *out)
  * stepped and its bindings cleared before the function that bound them
  * returns, so SQLite need not copy them, and binding cannot fail (only a bad
  * index or a value over SQLITE_MAX_LENGTH could make it). */
-static void bind_text(sqlite3_stmt *st, int i, const char *z)
+void store_bind_text(sqlite3_stmt *st, int i, const char *z)
 {
 	if (z)
 		sqlite3_bind_text(st, i, z, -1, SQLITE_STATIC);
@@ -205,7 +213,7 @@ static void bind_text(sqlite3_stmt *st, int i, const char *z)
 }
 
 /* Bind an id, with 0 meaning NULL. */
-static void bind_id(sqlite3_stmt *st, int i, int64_t id)
+void store_bind_id(sqlite3_stmt *st, int i, int64_t id)
 {
 	if (id)
 		sqlite3_bind_int64(st, i, id);
@@ -254,7 +262,7 @@ static int schema_check(tk_store *s, int bEmptyOk, int *nTable)
 	char name[64];
 	int nFound = 0, nWant = 0, rc;
 
-	rc = stmt_prepare(s, "SELECT name FROM sqlite_schema WHERE type = 'table'"
+	rc = store_prepare(s, "SELECT name FROM sqlite_schema WHERE type = 'table'"
 	                     " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
 	                  &st);
 	if (rc)
@@ -290,7 +298,7 @@ static int schema_check(tk_store *s, int bEmptyOk, int *nTable)
 		                             " WHERE type = 'table' AND name = %Q", name);
 		if (!zSql)
 			return tk_seterr(TK_ENOMEM, "%s: out of memory", s->zPath);
-		rc = store_int(s, zSql, &n);
+		rc = store_query_int(s, zSql, &n);
 		sqlite3_free(zSql);
 		if (rc)
 			return rc;
@@ -333,7 +341,7 @@ static int empty_check(tk_store *s)
 static int schema_migrate(tk_store *s)
 {
 	int64_t v;
-	int rc = store_int(s, "PRAGMA user_version", &v);
+	int rc = store_query_int(s, "PRAGMA user_version", &v);
 	if (rc || (rc = version_check(s, v)))
 		return rc;
 	if (v == STORE_VERSION)
@@ -341,18 +349,18 @@ static int schema_migrate(tk_store *s)
 	if (v == 0) {
 		if ((rc = empty_check(s)))
 			return rc;
-		rc = store_exec(s, tk_schema_sql);
+		rc = store_exec_sql(s, tk_schema_sql);
 	} else {
 		for (; v < STORE_VERSION && !rc; v++) {
 			assert(migrations[v]);
-			rc = store_exec(s, migrations[v]);
+			rc = store_exec_sql(s, migrations[v]);
 		}
 	}
 	if (rc)
 		return rc;
 	char zSql[64];
 	snprintf(zSql, sizeof zSql, "PRAGMA user_version = %d", STORE_VERSION);
-	return store_exec(s, zSql);
+	return store_exec_sql(s, zSql);
 }
 
 /* Check the version and the tables, then switch to WAL and migrate if
@@ -361,7 +369,7 @@ static int schema_migrate(tk_store *s)
 static int store_setup(tk_store *s, int flags)
 {
 	int64_t v;
-	int nTable, rc = store_int(s, "PRAGMA user_version", &v);
+	int nTable, rc = store_query_int(s, "PRAGMA user_version", &v);
 	if (rc || (rc = version_check(s, v)))
 		return rc;
 	if (v == 0)
@@ -385,15 +393,15 @@ static int store_setup(tk_store *s, int flags)
 		return TK_OK;
 	}
 
-	rc = store_exec(s, "PRAGMA journal_mode = WAL");
+	rc = store_exec_sql(s, "PRAGMA journal_mode = WAL");
 	if (rc || v == STORE_VERSION)
 		return rc;
-	rc = store_exec(s, "BEGIN IMMEDIATE");
+	rc = store_exec_sql(s, "BEGIN IMMEDIATE");
 	if (rc)
 		return rc;
 	rc = schema_migrate(s);
 	if (rc == TK_OK)
-		rc = store_exec(s, "COMMIT");
+		rc = store_exec_sql(s, "COMMIT");
 	if (rc) {
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		return rc;
@@ -425,7 +433,7 @@ int store_open(const char *path, int flags, tk_store **out)
 	}
 	/* Settings of this connection only; journal_mode, which changes the
 	 * file, waits in store_setup() until the file is known to be ours. */
-	rc = store_exec(s, "PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;"
+	rc = store_exec_sql(s, "PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;"
 	                   " PRAGMA synchronous = NORMAL");
 	if (!rc)
 		rc = store_setup(s, flags);
@@ -460,12 +468,12 @@ sqlite3 *store_db(tk_store *s)
 
 int store_begin(tk_store *s)
 {
-	return store_exec(s, "BEGIN IMMEDIATE");
+	return store_exec_sql(s, "BEGIN IMMEDIATE");
 }
 
 int store_commit(tk_store *s)
 {
-	return store_exec(s, "COMMIT");
+	return store_exec_sql(s, "COMMIT");
 }
 
 int store_rollback(tk_store *s)
@@ -473,7 +481,7 @@ int store_rollback(tk_store *s)
 	/* SQLite may already have rolled back (after SQLITE_FULL, say). */
 	if (sqlite3_get_autocommit(s->db))
 		return TK_OK;
-	return store_exec(s, "ROLLBACK");
+	return store_exec_sql(s, "ROLLBACK");
 }
 
 /* ---- get-or-create -------------------------------------------------- */
@@ -483,10 +491,10 @@ int store_rollback(tk_store *s)
 static int get_or_create(tk_store *s, sqlite3_stmt *ins, sqlite3_stmt *sel,
                          int64_t *id)
 {
-	int found, rc = stmt_id(s, ins, id, &found);
+	int found, rc = store_step_id(s, ins, id, &found);
 	if (rc || found)
 		return rc;
-	rc = stmt_id(s, sel, id, &found);
+	rc = store_step_id(s, sel, id, &found);
 	if (!rc && !found) /* deleted in between: only by hand */
 		rc = tk_seterr(TK_ESTORE, "%s: row vanished during insert", s->zPath);
 	return rc;
@@ -500,17 +508,17 @@ int store_hardware_get(tk_store *s, const store_hw *hw, int64_t *id)
 	assert(s && hw && hw->key && hw->kind && id);
 	if ((rc = stmt_get(s, ST_HW_INSERT, &ins)) || (rc = stmt_get(s, ST_HW_SELECT, &sel)))
 		return rc;
-	bind_text(ins, 1, hw->key);
-	bind_text(ins, 2, hw->kind);
-	bind_text(ins, 3, hw->cpu);
-	bind_text(ins, 4, hw->isa);
-	bind_text(ins, 5, hw->cc);
+	store_bind_text(ins, 1, hw->key);
+	store_bind_text(ins, 2, hw->kind);
+	store_bind_text(ins, 3, hw->cpu);
+	store_bind_text(ins, 4, hw->isa);
+	store_bind_text(ins, 5, hw->cc);
 	if (hw->threads > 0)
 		sqlite3_bind_int(ins, 6, hw->threads);
 	else
 		sqlite3_bind_null(ins, 6);
-	bind_text(ins, 7, hw->spec);
-	bind_text(sel, 1, hw->key);
+	store_bind_text(ins, 7, hw->spec);
+	store_bind_text(sel, 1, hw->key);
 	return get_or_create(s, ins, sel, id);
 }
 
@@ -524,10 +532,10 @@ int store_task_get(tk_store *s, const char *key, const char *op, double flops,
 	if ((rc = stmt_get(s, ST_TASK_INSERT, &ins)) ||
 	    (rc = stmt_get(s, ST_TASK_SELECT, &sel)))
 		return rc;
-	bind_text(ins, 1, key);
-	bind_text(ins, 2, op);
+	store_bind_text(ins, 1, key);
+	store_bind_text(ins, 2, op);
 	sqlite3_bind_double(ins, 3, flops);
-	bind_text(sel, 1, key);
+	store_bind_text(sel, 1, key);
 	return get_or_create(s, ins, sel, id);
 }
 
@@ -546,10 +554,10 @@ int store_config_get(tk_store *s, int64_t task_id, int64_t idx, const char *text
 		sqlite3_bind_int64(ins, 2, idx);
 	else
 		sqlite3_bind_null(ins, 2);
-	bind_text(ins, 3, text);
-	bind_text(ins, 4, sched);
+	store_bind_text(ins, 3, text);
+	store_bind_text(ins, 4, sched);
 	sqlite3_bind_int64(sel, 1, task_id);
-	bind_text(sel, 2, text);
+	store_bind_text(sel, 2, text);
 	return get_or_create(s, ins, sel, id);
 }
 
@@ -563,13 +571,13 @@ int store_run_begin(tk_store *s, const store_run *r, int64_t *id)
 	assert(s && r && r->argv && r->method && id);
 	if ((rc = stmt_get(s, ST_RUN_INSERT, &st)))
 		return rc;
-	bind_text(st, 1, r->argv);
-	bind_text(st, 2, r->method);
+	store_bind_text(st, 1, r->argv);
+	store_bind_text(st, 2, r->method);
 	sqlite3_bind_int64(st, 3, r->seed);
-	bind_id(st, 4, r->hardware_id);
-	bind_text(st, 5, r->replay);
+	store_bind_id(st, 4, r->hardware_id);
+	store_bind_text(st, 5, r->replay);
 	sqlite3_bind_double(st, 6, tk_walltime());
-	rc = stmt_run(s, st);
+	rc = store_step_done(s, st);
 	if (rc == TK_OK)
 		*id = sqlite3_last_insert_rowid(s->db);
 	return rc;
@@ -585,7 +593,7 @@ int store_run_end(tk_store *s, int64_t id)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_double(st, 2, tk_walltime());
-	rc = stmt_run(s, st);
+	rc = store_step_done(s, st);
 	if (rc == TK_OK && sqlite3_changes(s->db) == 0)
 		rc = tk_seterr(TK_ENOTFOUND, "%s: no run %lld", s->zPath, (long long)id);
 	return rc;
@@ -715,11 +723,11 @@ int store_meas_add(tk_store *s, const store_meas *m, int64_t *id)
 		return rc;
 	sqlite3_bind_int64(st, 1, m->config_id);
 	sqlite3_bind_int64(st, 2, m->hardware_id);
-	bind_id(st, 3, m->run_id);
+	store_bind_id(st, 3, m->run_id);
 	sqlite3_bind_int(st, 4, m->trial);
 	sqlite3_bind_int(st, 5, m->valid ? 1 : 0);
 	sqlite3_bind_int(st, 6, m->error);
-	bind_text(st, 7, m->message);
+	store_bind_text(st, 7, m->message);
 	if (m->valid) {
 		sqlite3_bind_double(st, 8, m->mean);
 		sqlite3_bind_double(st, 9, m->std);
@@ -737,7 +745,7 @@ int store_meas_add(tk_store *s, const store_meas *m, int64_t *id)
 		sqlite3_bind_null(st, 13);
 	sqlite3_bind_double(st, 14, m->compile_s);
 	sqlite3_bind_double(st, 15, m->at != 0 ? m->at : tk_walltime());
-	rc = stmt_run(s, st);
+	rc = store_step_done(s, st);
 	free(aBlob);
 	if (rc == TK_OK)
 		*id = sqlite3_last_insert_rowid(s->db);
@@ -771,7 +779,7 @@ int store_meas_times(tk_store *s, int64_t id, double **times, int *n)
 	} else {
 		rc = store_err(s, rc);
 	}
-	stmt_done(st);
+	store_stmt_reset(st);
 	return rc;
 }
 
@@ -861,7 +869,7 @@ int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx)
 	int rc;
 
 	assert(s && cb);
-	rc = stmt_prepare(s,
+	rc = store_prepare(s,
 		"WITH ranked AS (SELECT " REC_COLUMNS ", ROW_NUMBER() OVER"
 		" (PARTITION BY c.task_id, m.hardware_id ORDER BY m.median, m.id) AS rn"
 		REC_FROM
@@ -881,7 +889,7 @@ int store_meas_get(tk_store *s, int64_t id, store_rec_cb cb, void *ctx)
 	int rc;
 
 	assert(s && cb);
-	rc = stmt_prepare(s, "SELECT " REC_COLUMNS REC_FROM " WHERE m.id = ?1", &st);
+	rc = store_prepare(s, "SELECT " REC_COLUMNS REC_FROM " WHERE m.id = ?1", &st);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
@@ -899,7 +907,7 @@ int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx)
 	int rc, found;
 
 	assert(s && cb);
-	rc = stmt_prepare(s, "SELECT " REC_COLUMNS REC_FROM
+	rc = store_prepare(s, "SELECT " REC_COLUMNS REC_FROM
 	                     " WHERE m.run_id = ?1 ORDER BY m.trial, m.id", &st);
 	if (rc)
 		return rc;
@@ -908,11 +916,11 @@ int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx)
 	if (rc || nRow > 0)
 		return rc;
 	/* No records: an empty run, or no such run? */
-	rc = stmt_prepare(s, "SELECT count(*) FROM run WHERE id = ?1", &st);
+	rc = store_prepare(s, "SELECT count(*) FROM run WHERE id = ?1", &st);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, run_id);
-	rc = stmt_id(s, st, &nRun, &found);
+	rc = store_step_id(s, st, &nRun, &found);
 	sqlite3_finalize(st);
 	if (rc == TK_OK && nRun == 0)
 		rc = tk_seterr(TK_ENOTFOUND, "%s: no run %lld", s->zPath, (long long)run_id);
@@ -926,7 +934,7 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 	int rc, stop = 0;
 
 	assert(s && cb);
-	rc = stmt_prepare(s,
+	rc = store_prepare(s,
 		"SELECT r.id, r.seed, r.hardware_id, r.argv, r.method, r.replay, h.key,"
 		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
 		" min(CASE WHEN m.valid THEN m.median END)"
@@ -963,7 +971,7 @@ int store_config_median(tk_store *s, int64_t task_id, const char *config, int64_
                         double *median)
 {
 	sqlite3_stmt *st;
-	int rc = stmt_prepare(s,
+	int rc = store_prepare(s,
 		"SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id"
 		" WHERE c.task_id = ?1 AND c.text = ?2 AND m.hardware_id = ?3 AND m.valid", &st);
 	if (rc)

@@ -22,7 +22,7 @@
 typedef struct tk_store tk_store;
 typedef struct sqlite3 sqlite3;
 
-#define STORE_VERSION 1
+#define STORE_VERSION 2
 
 enum {
 	STORE_READONLY = 1 /* open an existing store without creating or migrating */

@@ -199,7 +199,7 @@ TEST(test_create)
 	CHECK_EQ_STR(sql_text(db, "SELECT group_concat(name, ',') FROM (SELECT name"
 	                          " FROM sqlite_schema WHERE type = 'table' ORDER BY name)",
 	                      buf, sizeof buf),
-	             "config,feature,hardware,measurement,model,run,task");
+	             "config,feature,foreign_record,hardware,measurement,model,run,run_log,task");
 	CHECK_EQ_INT(sql_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'index'"
 	                         " AND name LIKE 'measurement_%'"), 3);
 	store_close(s);
@@ -211,7 +211,7 @@ TEST(test_create)
 	if (s) {
 		CHECK_EQ_INT(sql_int(store_db(s), "PRAGMA user_version"), STORE_VERSION);
 		CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM sqlite_schema"
-		                                  " WHERE type = 'table'"), 7);
+		                                  " WHERE type = 'table'"), 9);
 	}
 	store_close(s);
 	/* A read-only open of an existing store works too. */
@@ -521,9 +521,48 @@ TEST(test_empty_file)
 	CHECK_EQ_INT(sql_int(store_db(s), "PRAGMA user_version"), STORE_VERSION);
 	CHECK_EQ_STR(sql_text(store_db(s), "PRAGMA journal_mode", buf, sizeof buf), "wal");
 	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM sqlite_schema"
-	                                  " WHERE type = 'table'"), 7);
+	                                  " WHERE type = 'table'"), 9);
 	int64_t task;
 	CHECK_EQ_INT(store_task_get(s, "t", "dense", 1, &task), TK_OK);
+	store_close(s);
+}
+
+/* ---- 3b. a version-1 store migrates to the current version ---------- */
+
+TEST(test_migrate_v1)
+{
+	const char *path = tpath("v1.db");
+	FILE *f = fopen("tests/data/store-v1.sql", "r");
+	char sql[16384];
+	size_t n = f ? fread(sql, 1, sizeof sql - 1, f) : 0;
+	if (f)
+		fclose(f);
+	CHECK(n > 1000);
+	sql[n] = 0;
+	sqlite3 *db;
+	CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	CHECK_EQ_INT(sqlite3_exec(db,
+		"PRAGMA user_version = 1;"
+		"INSERT INTO hardware(key, kind) VALUES ('hw', 'cpu');"
+		"INSERT INTO task(key, op, flops) VALUES ('dense:k=1,m=1,n=1', 'dense', 2);"
+		"INSERT INTO run(argv, method, started) VALUES ('x', 'measure', 1);", NULL, NULL, NULL),
+	             SQLITE_OK);
+	sqlite3_close(db);
+
+	tk_store *s;
+	CHECK_EQ_INT(store_open(path, STORE_READONLY, &s), TK_ESTORE); /* read-only cannot upgrade */
+	CHECK_EQ_INT(store_open(path, 0, &s), TK_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(sql_int(store_db(s), "PRAGMA user_version"), STORE_VERSION);
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM run WHERE params IS NULL"), 1);
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM task"), 1);
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM foreign_record"), 0);
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM run_log"), 0);
+	store_close(s);
+	/* and opens again without migrating */
+	CHECK_EQ_INT(store_open(path, STORE_READONLY, &s), TK_OK);
 	store_close(s);
 }
 
@@ -812,5 +851,5 @@ done:
 	store_close(writer);
 }
 
-UNIT_MAIN(test_create, test_roundtrip, test_empty_file, test_corrupt, test_bad_times,
+UNIT_MAIN(test_create, test_roundtrip, test_empty_file, test_migrate_v1, test_corrupt, test_bad_times,
           test_killed_writer, test_reader_writer)

@@ -1,0 +1,33 @@
+/*
+ * store_int: what the files of lib/store share and nothing outside it may
+ * use: statement helpers and the SQLite-to-tunekit error mapping. Each
+ * group of queries lives in its own file (store.c: open, runs and
+ * measurements; features.c; foreign.c; tuning.c) on top of these.
+ */
+#ifndef TK_STORE_INT_H
+#define TK_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* Map SQLite result code rc to TK_ESTORE / TK_ECORRUPT with the message set
+ * from the connection. Call before resetting the failed statement. */
+int store_err(tk_store *s, int rc);
+/* A one-shot statement (finalize it yourself). */
+int store_prepare(tk_store *s, const char *zSql, sqlite3_stmt **out);
+/* Reset a statement and clear its bindings. */
+void store_stmt_reset(sqlite3_stmt *st);
+/* Step to the end ignoring rows, then reset. */
+int store_step_done(tk_store *s, sqlite3_stmt *st);
+/* Step once: column 0 into *id and *found = 1 on a row; reset. */
+int store_step_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found);
+/* Execute SQL text without results. */
+int store_exec_sql(tk_store *s, const char *zSql);
+/* A query returning one integer. */
+int store_query_int(tk_store *s, const char *zSql, int64_t *out);
+/* Bind text (NULL binds NULL) or an id (0 binds NULL), SQLITE_STATIC. */
+void store_bind_text(sqlite3_stmt *st, int i, const char *z);
+void store_bind_id(sqlite3_stmt *st, int i, int64_t id);
+
+#endif
