@@ -17,14 +17,15 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -MMD -MP
 CPPFLAGS += -Ilib
 
-PKGS = sqlite3 zlib
+PKGS = sqlite3 zlib jansson xgboost
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost)
 LDLIBS += $(PKG_LIBS) -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
 # sqlite3 (the shell), mandoc and bsdextrautils (col) are for the tests.
 DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
+	libxgboost-dev libjansson-dev \
 	sqlite3 mandoc bsdextrautils
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)

@@ -108,4 +108,22 @@ void sp_neighbor(const sp_space *s, tk_rng *r, const sp_config *c, sp_config *ou
  * unroll, no packing: the plain loop nest. */
 void sp_naive(const sp_space *s, sp_config *c);
 
+/* ---- imported spaces (custom.c) --------------------------------------------
+ * A space that is the Cartesian product of named parameters with listed
+ * values, with no program behind it (prog == NULL, main_stage -1): Kernel
+ * Tuner's tune_params. Every knob is KNOB_ENUM with role KR_CUSTOM, its
+ * labels the values as text and cand[] the values when they are integers
+ * (else the value's position). Configuration text and index work as for
+ * template spaces. */
+enum { KR_CUSTOM = 100 };
+
+/* Build from nknob names, each with nval[k] value strings val[k][...].
+ * TK_EINVAL for duplicate names or values, empty lists, too many knobs. */
+int sp_space_custom(int nknob, const char *const *name, const int *nval,
+                    const char *const *const *val, sp_space **out);
+/* The JSON form stored in task.space: {"knobs": [{"name": ..., "values":
+ * [...]}, ...]} (values as JSON numbers when numeric). Caller frees. */
+char *sp_space_to_json(const sp_space *s);
+int sp_space_from_json(const char *json, sp_space **out);
+
 #endif

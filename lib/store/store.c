@@ -991,3 +991,51 @@ int store_config_median(tk_store *s, int64_t task_id, const char *config, int64_
 	sqlite3_finalize(st);
 	return rc;
 }
+
+int store_floats_encode(const float *v, int n, unsigned char **blob, int *len)
+{
+	uLongf cap = compressBound((uLong)n * 4);
+	unsigned char *raw = malloc((size_t)n * 4 + 1), *out = malloc(cap);
+	if (!raw || !out) {
+		free(raw);
+		free(out);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t x;
+		memcpy(&x, &v[i], 4);
+		raw[4 * i] = (unsigned char)x;
+		raw[4 * i + 1] = (unsigned char)(x >> 8);
+		raw[4 * i + 2] = (unsigned char)(x >> 16);
+		raw[4 * i + 3] = (unsigned char)(x >> 24);
+	}
+	int rc = compress2(out, &cap, raw, (uLong)n * 4, 6);
+	free(raw);
+	if (rc != Z_OK || cap > INT32_MAX) {
+		free(out);
+		return tk_seterr(TK_ENOMEM, "cannot compress %d floats", n);
+	}
+	*blob = out;
+	*len = (int)cap;
+	return TK_OK;
+}
+
+int store_floats_decode(const void *blob, int len, float *out, int n)
+{
+	uLongf got = (uLongf)n * 4;
+	unsigned char *raw = malloc((size_t)n * 4 + 1);
+	if (!raw)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	int rc = uncompress(raw, &got, blob, (uLong)len);
+	if (rc != Z_OK || got != (uLongf)n * 4) {
+		free(raw);
+		return tk_seterr(TK_ECORRUPT, "damaged feature blob (expected %d floats)", n);
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t x = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+		             (uint32_t)raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24;
+		memcpy(&out[i], &x, 4);
+	}
+	free(raw);
+	return TK_OK;
+}

@@ -30,4 +30,11 @@ int store_query_int(tk_store *s, const char *zSql, int64_t *out);
 void store_bind_text(sqlite3_stmt *st, int i, const char *z);
 void store_bind_id(sqlite3_stmt *st, int i, int64_t id);
 
+/* Feature and model BLOBs: zlib(compress2) of the raw little-endian float32
+ * array, without a header (the count lives in its own column). Encode
+ * returns a malloc'd buffer the caller frees; decode fills out[0..n) and
+ * returns TK_ECORRUPT if the BLOB does not inflate to exactly n floats. */
+int store_floats_encode(const float *v, int n, unsigned char **blob, int *len);
+int store_floats_decode(const void *blob, int len, float *out, int n);
+
 #endif

@@ -1,0 +1,30 @@
+/*
+ * metrics: how good a cost model's predictions are, in the measures the
+ * seed papers use. Rows belong to tasks; y are measured normalised
+ * throughputs (1 = the best of the task, 0 = invalid), lat the measured
+ * latencies (<= 0 for invalid rows), p the predictions.
+ */
+#ifndef TK_METRICS_H
+#define TK_METRICS_H
+
+#include <stdint.h>
+
+typedef struct cm_metrics {
+	int n, ntask;
+	double rmse, mse;
+	double mse_d;     /* MetaTune MSE(D): MSE on the rows whose measured
+	                     throughput is in the top 25% of their task */
+	double top1, top5;/* TLP top-k score: per task, best measured latency over
+	                     the best latency among the model's k highest-scored
+	                     rows; averaged over tasks with task weights */
+	double spearman;  /* rank correlation of p and y, averaged over tasks
+	                     with at least 3 rows */
+} cm_metrics;
+
+/* Compute metrics over n rows. task[] gives each row's task (any integer
+ * ids, rows in any order); weight (may be NULL: all 1) is indexed like rows
+ * and taken from the first row of each task. TK_ENOMEM or TK_OK. */
+int cm_metrics_compute(int n, const int64_t *task, const float *y, const double *lat,
+                       const float *p, const double *weight, cm_metrics *out);
+
+#endif

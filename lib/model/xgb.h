@@ -1,0 +1,57 @@
+/*
+ * xgb: gradient-boosted trees through the libxgboost C API, with AutoTVM's
+ * defaults. Rows are feature vectors; labels are normalised throughputs
+ * (0 for invalid configurations); for ranking objectives rows of the same
+ * group (task) must be contiguous and group[] gives each group's size.
+ */
+#ifndef TK_XGB_H
+#define TK_XGB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct xgb_params {
+	const char *objective; /* "rank:pairwise" (AutoTVM) or "reg:squarederror" */
+	int max_depth;         /* 3 */
+	double eta;            /* 0.3 */
+	double gamma;          /* 1e-4 */
+	double min_child_weight; /* 1 */
+	double subsample;      /* 1 */
+	double lambda;         /* 1 */
+	double alpha;          /* 0 */
+	int rounds;            /* boosting rounds, 8000 with early stopping in AutoTVM */
+	int early_stop;        /* stop after this many rounds without improvement on
+	                          the validation set (0: never); needs a validation set */
+	int nthread;           /* 0: xgboost's default */
+	uint64_t seed;
+	int num_parallel_tree; /* > 1 with subsample < 1: random-forest mode */
+} xgb_params;
+
+/* AutoTVM's defaults for objective ("rank:pairwise" if NULL). */
+void xgb_params_default(xgb_params *p, const char *objective);
+
+typedef struct xgb_data {
+	int n, d;              /* rows, features per row */
+	const float *x;        /* n*d, row-major */
+	const float *y;        /* n labels */
+	int ngroup;            /* 0 if no groups */
+	const unsigned *group; /* ngroup sizes summing to n */
+} xgb_data;
+
+typedef struct xgb_model xgb_model;
+
+/* Train on train (valid may be NULL). *out is freed with xgb_free().
+ * TK_EINVAL for inconsistent data, TK_EIO with XGBGetLastError() text when
+ * libxgboost fails. */
+int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
+              xgb_model **out);
+/* Predict n rows of d features into out[n]. */
+int xgb_predict(xgb_model *m, const float *x, int n, int d, float *out);
+/* Serialise (xgboost's own format, UBJSON) into a malloc'd buffer. */
+int xgb_save(xgb_model *m, void **buf, size_t *len);
+int xgb_load(const void *buf, size_t len, xgb_model **out);
+/* Boosting rounds kept (after early stopping). */
+int xgb_rounds(const xgb_model *m);
+void xgb_free(xgb_model *m);
+
+#endif
