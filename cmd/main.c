@@ -13,16 +13,20 @@
 
 #include "cmd.h"
 
+int cmd_extract_features(int argc, char **argv, tk_ctx *ctx);
 int cmd_help(int argc, char **argv, tk_ctx *ctx);
 int cmd_measure(int argc, char **argv, tk_ctx *ctx);
 int cmd_report(int argc, char **argv, tk_ctx *ctx);
+int cmd_train(int argc, char **argv, tk_ctx *ctx);
 
 /* Sorted by name. */
 static const tk_cmd commands[] = {
+	{ "extract-features", cmd_extract_features, NEEDS_STORE | STORE_WRITE, "feature vectors of stored configurations for cost models" },
 	{ "help", cmd_help, 0, "help on commands, operators, targets and networks" },
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },
+	{ "train", cmd_train, NEEDS_STORE | STORE_WRITE, "train a cost model on stored records and measure it on held-out tasks" },
 };
 
 const tk_cmd *main_find_cmd(const char *name);

@@ -1,21 +1,39 @@
 /*
  * report: what the store knows: the best configuration per task and
- * hardware, and the runs that produced the records.
+ * hardware, the runs that produced the records, the tuning curves of runs
+ * (as tables or as an SVG chart), comparisons of runs on the same tasks, and
+ * the cost models with their holdout metrics. The curves, comparisons,
+ * models and the SVG are computed in lib/report; this file picks the runs,
+ * formats the cells and writes the table or the file.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cmd.h"
+#include "report/report.h"
+#include "task/network.h"
 #include "space/space.h"
 #include "task/te.h"
 
 static const char *const usage[] = {
-	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs)",
+	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs | model)\n"
+	"   or: tunekit report [--format FMT] curve [--run ID]... [--task TASK | --network NAME]\n"
+	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
+	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]",
 	"best: the fastest valid configuration of every task on every hardware, with its\n"
 	"latency (median of its repeats), GFLOPS, and its speed-up over the naive loop nest\n"
 	"when that was measured on the same hardware.\n"
 	"runs: every run with its method, trials, valid records, best latency and duration.\n"
+	"curve: the best GFLOPS found so far after each trial of each task of a run (default:\n"
+	"the most recent run), with the seconds since the run started; with --network, the\n"
+	"network's estimated latency instead; with --plot, an SVG chart instead of the table.\n"
+	"compare: per task and overall, the trials and seconds each run needed to reach 95% of\n"
+	"the best throughput known for the task, its final GFLOPS and their ratio to the\n"
+	"first run's.\n"
+	"model: the cost models in the store with their holdout metrics.\n"
 	"Prints a table on a terminal and TSV otherwise (a record stream for best: its id\n"
 	"column names the measurement).",
 };
@@ -23,11 +41,20 @@ static const char *const usage[] = {
 static struct {
 	const char *format;
 	int64_t hardware;
+	opt_list run;
+	const char *task, *network, *x, *plot;
+	int log;
 } o;
 
 static const opt options[] = {
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
-	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "only records of this hardware id" },
+	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model: only this hardware id" },
+	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare: a run (repeatable; curve default: the latest)" },
+	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve: only this task" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name or file) as one workload" },
+	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve: write an SVG chart to FILE (- for stdout)" },
+	{ OPT_STRING, "x", 0, &o.x, "AXIS", "curve --plot: trials or seconds (default: both, side by side)" },
+	{ OPT_FLAG, "log", 0, &o.log, NULL, "curve --plot: logarithmic seconds axis" },
 	OPT_END_
 };
 
@@ -143,10 +170,393 @@ static int report_runs(tk_ctx *ctx, int fmt)
 	return table_print(b.t, stdout, fmt);
 }
 
+/* ---- curve and compare --------------------------------------------------- */
+
+/* The runs named by --run (or the latest when none and dflt_latest), loaded
+ * into a new array *paRun of *pn runs; prints the error and returns the exit
+ * status on failure. */
+static int load_runs(tk_ctx *ctx, int dflt_latest, rp_run ***paRun, int *pn)
+{
+	int n = o.run.n ? o.run.n : 1, rc;
+	int64_t id;
+	rp_run **a = calloc((size_t)n, sizeof *a);
+	*paRun = a;
+	*pn = 0;
+	if (!a)
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		if (!o.run.n) {
+			if (!dflt_latest)
+				return tk_fail(ctx, TK_EINVAL, "compare needs --run ID (at least one)");
+			if ((rc = rp_latest_run(ctx->store, &id)))
+				return tk_fail(ctx, rc, NULL);
+		} else if (tk_parse_i64(o.run.v[i], &id) || id <= 0) {
+			return tk_fail(ctx, TK_EINVAL, "--run needs a run id, got '%s'", o.run.v[i]);
+		}
+		for (int j = 0; j < i; j++)
+			if (a[j]->id == id)
+				return tk_fail(ctx, TK_EINVAL, "run %lld is given twice", (long long)id);
+		if ((rc = rp_run_load(ctx->store, id, &a[i])))
+			return tk_fail(ctx, rc, NULL);
+		*pn = i + 1;
+	}
+	return EXIT_OK;
+}
+
+static void free_runs(rp_run **a, int n)
+{
+	for (int i = 0; i < n; i++)
+		rp_run_free(a[i]);
+	free(a);
+}
+
+/* The curves a curve report shows: per run, the selected tasks or the
+ * network aggregate. */
+typedef struct curve_sel {
+	int n;
+	const rp_curve **curve; /* [n] */
+	int64_t *run;           /* [n] the run of each */
+	rp_curve *agg;          /* [nrun] network aggregates, or NULL */
+	int nrun;
+} curve_sel;
+
+static void sel_free(curve_sel *s)
+{
+	if (s->agg)
+		for (int i = 0; i < s->nrun; i++)
+			rp_curve_clear(&s->agg[i]);
+	free(s->agg);
+	free(s->curve);
+	free(s->run);
+}
+
+static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
+{
+	int max = nRun, rc;
+	char *key = NULL;
+	memset(sel, 0, sizeof *sel);
+	sel->nrun = nRun;
+	for (int i = 0; i < nRun; i++)
+		max += aRun[i]->ncurve;
+	sel->curve = calloc((size_t)max, sizeof *sel->curve);
+	sel->run = calloc((size_t)max, sizeof *sel->run);
+	if (!sel->curve || !sel->run)
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	if (o.network) {
+		tk_network *net;
+		if ((rc = net_load(o.network, &net)))
+			return tk_fail(ctx, rc, NULL);
+		if (!(sel->agg = calloc((size_t)nRun, sizeof *sel->agg))) {
+			net_free(net);
+			return tk_fail(ctx, TK_ENOMEM, "out of memory");
+		}
+		for (int i = 0; i < nRun && !rc; i++) {
+			rc = rp_network_curve(aRun[i], net, &sel->agg[i]);
+			if (!rc && sel->agg[i].nmissing && !ctx->common.quiet)
+				fprintf(stderr, "%s: warning: run %lld has no measurements of %d of the"
+				        " %d tasks of %s\n", ctx->prog, (long long)aRun[i]->id,
+				        sel->agg[i].nmissing, net->n, net->name);
+			sel->curve[sel->n] = &sel->agg[i];
+			sel->run[sel->n++] = aRun[i]->id;
+		}
+		net_free(net);
+		return rc ? tk_fail(ctx, rc, NULL) : EXIT_OK;
+	}
+	if (o.task) {
+		te_prog *p;
+		if (!te_task_parse(o.task, &p)) {
+			key = strdup(p->key);
+			te_prog_free(p);
+		} else {
+			key = strdup(o.task); /* an imported task: keys are taken as they are */
+		}
+		if (!key)
+			return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < nRun; i++)
+		for (int k = 0; k < aRun[i]->ncurve; k++)
+			if (!key || !strcmp(key, aRun[i]->curve[k].task)) {
+				sel->curve[sel->n] = &aRun[i]->curve[k];
+				sel->run[sel->n++] = aRun[i]->id;
+			}
+	if (key && !sel->n) {
+		rc = tk_fail(ctx, TK_ENOTFOUND, "no measurements of task %s in %s", key,
+		             nRun > 1 ? "these runs" : "the run");
+		free(key);
+		return rc;
+	}
+	free(key);
+	return EXIT_OK;
+}
+
+/* A number, or "" when v < 0 (none). */
+static const char *cell_num(char *buf, const char *fmt, double v)
+{
+	if (v < 0)
+		buf[0] = 0;
+	else
+		snprintf(buf, 32, fmt, v);
+	return buf;
+}
+
+static int curve_table(const curve_sel *sel, int fmt)
+{
+	static const char *const hdr[] = {
+		"run", "task", "trial", "seconds", "best_gflops", "best_latency_s", "unit",
+	};
+	table *t = table_new(ArraySize(hdr), hdr);
+	if (!t)
+		return EXIT_FAIL;
+	for (int k = 0; k < sel->n; k++) {
+		const rp_curve *c = sel->curve[k];
+		char run[24], trial[24], sec[32], thr[32], lat[32];
+		snprintf(run, sizeof run, "%lld", (long long)sel->run[k]);
+		for (int i = 0; i < c->n; i++) {
+			const rp_point *p = &c->pt[i];
+			snprintf(trial, sizeof trial, "%d", p->trial);
+			snprintf(sec, sizeof sec, "%.3f", p->seconds);
+			cell_num(thr, "%.3f", p->latency > 0 ? p->thr : -1);
+			if (fmt == FMT_TABLE && p->latency > 0)
+				fmt_seconds(lat, p->latency);
+			else
+				cell_num(lat, "%.9g", p->latency);
+			const char *cells[] = { run, c->task, trial, sec, thr, lat, rp_unit(c) };
+			table_row(t, cells);
+		}
+	}
+	return table_print(t, stdout, fmt);
+}
+
+/* The plot of a curve report: one chart (--x) or two side by side. */
+static int curve_plot(tk_ctx *ctx, const curve_sel *sel, int nRun, rp_run **aRun)
+{
+	rp_plot_line *aLine = calloc((size_t)sel->n + 1, sizeof *aLine);
+	int xaxes = !o.x ? RP_X_TRIALS | RP_X_SECONDS
+	          : !strcmp(o.x, "trials") ? RP_X_TRIALS : RP_X_SECONDS;
+	int rc;
+	tk_sb sb;
+
+	if (!aLine)
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int k = 0; k < sel->n; k++) {
+		aLine[k].curve = sel->curve[k];
+		aLine[k].run_id = sel->run[k];
+		aLine[k].run_end = NAN;
+		for (int i = 0; i < nRun; i++)
+			if (aRun[i]->id == sel->run[k] && aRun[i]->nstep)
+				aLine[k].run_end = aRun[i]->step[aRun[i]->nstep - 1].seconds;
+	}
+	tk_sb_init(&sb);
+	rc = rp_plot_svg(&sb, aLine, sel->n, xaxes, o.log);
+	free(aLine);
+	if (rc) {
+		tk_sb_free(&sb);
+		return tk_fail(ctx, rc, NULL);
+	}
+	FILE *f = strcmp(o.plot, "-") ? fopen(o.plot, "w") : stdout;
+	if (!f) {
+		rc = tk_fail(ctx, TK_EIO, "%s: %s", o.plot, strerror(errno));
+	} else {
+		int bad = fwrite(sb.s, 1, sb.n, f) != sb.n;
+		bad |= f == stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
+		rc = bad ? tk_fail(ctx, TK_EIO, "%s: write error", o.plot) : EXIT_OK;
+	}
+	tk_sb_free(&sb);
+	return rc;
+}
+
+static int report_curve(tk_ctx *ctx, int fmt)
+{
+	rp_run **aRun;
+	curve_sel sel;
+	int nRun, rc;
+	memset(&sel, 0, sizeof sel);
+	if (o.x && strcmp(o.x, "trials") && strcmp(o.x, "seconds"))
+		return tk_fail(ctx, TK_EINVAL, "--x must be trials or seconds, not '%s'", o.x);
+	if ((o.x || o.log) && !o.plot)
+		return tk_fail(ctx, TK_EINVAL, "--x and --log apply to --plot");
+	if (o.log && o.x && !strcmp(o.x, "trials"))
+		return tk_fail(ctx, TK_EINVAL, "--log applies to the seconds axis, not to trials");
+	if (o.task && o.network)
+		return tk_fail(ctx, TK_EINVAL, "--task and --network exclude each other");
+	if ((rc = load_runs(ctx, 1, &aRun, &nRun)) == EXIT_OK &&
+	    (rc = select_curves(ctx, aRun, nRun, &sel)) == EXIT_OK)
+		rc = o.plot ? curve_plot(ctx, &sel, nRun, aRun) : curve_table(&sel, fmt);
+	sel_free(&sel);
+	free_runs(aRun, nRun);
+	return rc;
+}
+
+/* Trials to 95%: a count, "never", or "" if the run lacks the task. */
+static const char *cell_trials(char *buf, const rp_curve *c)
+{
+	if (!c)
+		buf[0] = 0;
+	else if (c->trials_to_95 < 0)
+		strcpy(buf, "never");
+	else
+		snprintf(buf, 32, "%d", c->trials_to_95);
+	return buf;
+}
+
+static const char *cell_seconds(char *buf, const rp_curve *c)
+{
+	if (!c)
+		buf[0] = 0;
+	else if (c->seconds_to_95 < 0)
+		strcpy(buf, "never");
+	else
+		snprintf(buf, 32, "%.3f", c->seconds_to_95);
+	return buf;
+}
+
+static int report_compare(tk_ctx *ctx, int fmt)
+{
+	static const char *const aSuffix[] = {
+		"trials_to_95", "seconds_to_95", "final_gflops", "ratio",
+	};
+	rp_run **aRun;
+	rp_compare *cmp = NULL;
+	tk_network *net = NULL;
+	table *t = NULL;
+	int nRun, rc, nCol = 0;
+	char (*aBuf)[64] = NULL;
+	const char **aCell = NULL;
+
+	if ((rc = load_runs(ctx, 0, &aRun, &nRun)))
+		goto done;
+	if (o.network && (rc = net_load(o.network, &net))) {
+		rc = tk_fail(ctx, rc, NULL);
+		goto done;
+	}
+	if ((rc = rp_compare_build((const rp_run *const *)aRun, nRun, net, &cmp))) {
+		rc = tk_fail(ctx, rc, NULL);
+		goto done;
+	}
+	/* task, covered, 4 per run, best_known_gflops, unit */
+	nCol = 4 + 4 * nRun;
+	aBuf = calloc((size_t)nCol, sizeof *aBuf);
+	aCell = calloc((size_t)nCol, sizeof *aCell);
+	if (!aBuf || !aCell)
+		goto oom;
+	aCell[0] = "task";
+	aCell[1] = "covered";
+	for (int j = 0; j < nRun; j++)
+		for (int k = 0; k < 4; k++) {
+			snprintf(aBuf[2 + 4 * j + k], sizeof aBuf[0], "r%lld_%s", (long long)aRun[j]->id,
+			         aSuffix[k]);
+			aCell[2 + 4 * j + k] = aBuf[2 + 4 * j + k];
+		}
+	aCell[nCol - 2] = "best_known_gflops";
+	aCell[nCol - 1] = "unit";
+	if (!(t = table_new(nCol, aCell)))
+		goto oom;
+	for (int r = 0; r < cmp->nrow; r++) {
+		const rp_cmp_row *w = &cmp->row[r];
+		aCell[0] = w->task;
+		snprintf(aBuf[1], sizeof aBuf[0], "%d/%d", w->ncovered, nRun);
+		aCell[1] = aBuf[1];
+		for (int j = 0; j < nRun; j++) {
+			const rp_curve *c = w->cell[j];
+			int i = 2 + 4 * j;
+			aCell[i] = cell_trials(aBuf[i], c);
+			aCell[i + 1] = cell_seconds(aBuf[i + 1], c);
+			aCell[i + 2] = cell_num(aBuf[i + 2], "%.3f", c && c->final_thr > 0 ? c->final_thr : -1);
+			aCell[i + 3] = cell_num(aBuf[i + 3], "%.3f", w->ratio[j]);
+		}
+		aCell[nCol - 2] = cell_num(aBuf[nCol - 2], "%.3f",
+		                           w->best_known_thr > 0 ? w->best_known_thr : -1);
+		aCell[nCol - 1] = w->unit;
+		table_row(t, aCell);
+	}
+	rc = table_print(t, stdout, fmt);
+	t = NULL;
+	goto done;
+oom:
+	rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+done:
+	free(aBuf);
+	free(aCell);
+	table_free(t);
+	rp_compare_free(cmp);
+	net_free(net);
+	free_runs(aRun, nRun);
+	return rc;
+}
+
+/* ---- models --------------------------------------------------------------- */
+
+static int model_row(void *p, const rp_model *m)
+{
+	best_ctx *b = p;
+	char id[24], hw[24] = "", created[32];
+	time_t tt = (time_t)m->created;
+	struct tm tm;
+	const char *cells[4 + RP_MODEL_NKEY];
+	if (o.hardware && m->hardware_id != o.hardware)
+		return 0;
+	snprintf(id, sizeof id, "%lld", (long long)m->id);
+	if (m->hardware_id)
+		snprintf(hw, sizeof hw, "%lld", (long long)m->hardware_id);
+	strftime(created, sizeof created, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
+	cells[0] = id;
+	cells[1] = m->kind;
+	cells[2] = hw;
+	cells[3] = created;
+	for (int k = 0; k < RP_MODEL_NKEY; k++)
+		cells[4 + k] = m->val[k];
+	table_row(b->t, cells);
+	return 0;
+}
+
+static int report_model(tk_ctx *ctx, int fmt)
+{
+	const char *hdr[4 + RP_MODEL_NKEY] = { "id", "kind", "hw", "created" };
+	for (int k = 0; k < RP_MODEL_NKEY; k++)
+		hdr[4 + k] = rp_model_keys[k];
+	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
+	if (!b.t)
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	int rc = rp_models(ctx->store, model_row, &b);
+	if (rc) {
+		table_free(b.t);
+		return tk_fail(ctx, rc, NULL);
+	}
+	return table_print(b.t, stdout, fmt);
+}
+
+/* ---- dispatch ----------------------------------------------------------------- */
+
+enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL };
+static const char *const aReport[] = { "best", "runs", "curve", "compare", "model" };
+
+/* Refuse options that the chosen report does not use. */
+static int check_options(tk_ctx *ctx, int r)
+{
+	const char *bad = NULL;
+	if (o.hardware && (r == R_CURVE || r == R_COMPARE))
+		bad = "--hardware";
+	else if (o.run.n && r != R_CURVE && r != R_COMPARE)
+		bad = "--run";
+	else if (o.network && r != R_CURVE && r != R_COMPARE)
+		bad = "--network";
+	else if (o.task && r != R_CURVE)
+		bad = "--task";
+	else if (o.plot && r != R_CURVE)
+		bad = "--plot";
+	else if (o.x && r != R_CURVE)
+		bad = "--x";
+	else if (o.log && r != R_CURVE)
+		bad = "--log";
+	if (bad)
+		return tk_fail(ctx, TK_EINVAL, "option %s does not apply to report %s", bad, aReport[r]);
+	return EXIT_OK;
+}
+
 int cmd_report(int argc, char **argv, tk_ctx *ctx)
 {
 	tk_store *st;
-	int rc;
+	int rc, r;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	int fmt = format_parse(o.format);
@@ -155,10 +565,19 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	if (fmt == FMT_AUTO)
 		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
 	if (argc != 1)
-		return tk_fail(ctx, TK_EINVAL, "expected one report: best or runs");
-	if (strcmp(argv[0], "best") && strcmp(argv[0], "runs"))
-		return tk_fail(ctx, TK_EINVAL, "unknown report '%s' (best, runs)", argv[0]);
-	if ((rc = tk_ctx_store(ctx, &st)))
+		return tk_fail(ctx, TK_EINVAL, "expected one report: best, runs, curve, compare or model");
+	for (r = 0; r < ArraySize(aReport) && strcmp(argv[0], aReport[r]); r++)
+		;
+	if (r == ArraySize(aReport))
+		return tk_fail(ctx, TK_EINVAL, "unknown report '%s' (best, runs, curve, compare, model)",
+		               argv[0]);
+	if ((rc = check_options(ctx, r)) || (rc = tk_ctx_store(ctx, &st)))
 		return rc;
-	return !strcmp(argv[0], "best") ? report_best(ctx, fmt) : report_runs(ctx, fmt);
+	switch (r) {
+	case R_BEST: return report_best(ctx, fmt);
+	case R_RUNS: return report_runs(ctx, fmt);
+	case R_CURVE: return report_curve(ctx, fmt);
+	case R_COMPARE: return report_compare(ctx, fmt);
+	}
+	return report_model(ctx, fmt);
 }

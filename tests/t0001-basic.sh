@@ -29,7 +29,7 @@ test_expect_success 'help on tasks, targets and networks' '
 
 # Every option a command lists in --help is documented in its man page; the
 # common options in tunekit(1).
-for cmd in help measure report; do
+for cmd in $(tunekit help | awk "/^  [a-z]/ { print \$1 }"); do
 	test_expect_success "man page of $cmd documents its options" "
 		tunekit $cmd --help >help &&
 		sed '/^common options:/,\$d' help | grep -o -- '--[a-z][a-z-]*' | sort -u >opts &&

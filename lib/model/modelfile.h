@@ -15,9 +15,16 @@
  *     end
  *     <48213 bytes>
  *
- * Loading checks the magic line, that every required key is present and
- * the payload has its announced length; the caller checks that kind,
- * feature kind/version/length and hardware are what it needs.
+ * Keys are 1 to 31 characters of [A-Za-z0-9_.-]; a value is the rest of
+ * the line after one space (at most 639 bytes, no newline, may be empty).
+ * "payload" is the framing, written by mf_write() and never part of an
+ * mf_meta. Loading checks the magic line, that "kind" and "payload" are
+ * present, no key repeats, at most MF_MAXKEY keys besides "payload", that
+ * the numeric keys tunekit writes parse (integers: payload, feature_version,
+ * feature_length, hardware_id, n_train, n_holdout, rounds, seed; numbers:
+ * created and every train_* and holdout_* key), and that exactly the
+ * announced payload follows "end"; the caller checks that kind, feature
+ * kind/version/length and hardware are what it needs.
  */
 #ifndef TK_MODELFILE_H
 #define TK_MODELFILE_H
@@ -32,15 +39,26 @@ typedef struct mf_meta {
 	char val[MF_MAXKEY][640];
 } mf_meta;
 
-/* Set (add or replace) a key; values must not contain newlines. */
+/* An mf_meta starts zeroed (memset or = { 0 }). */
+
+/* Set (add or replace) a key. TK_EINVAL for a malformed or reserved key
+ * ("payload"), a value with a newline or too long, or a full meta. */
 int mf_set(mf_meta *m, const char *key, const char *val);
 /* Value of key or NULL. */
 const char *mf_get(const mf_meta *m, const char *key);
 
-/* Write meta and payload to path (atomically: temp file and rename). */
+/* Write meta and payload to path atomically (a temp file in the same
+ * directory, renamed over path). TK_EIO (path unchanged) on failure. */
 int mf_write(const char *path, const mf_meta *m, const void *payload, size_t len);
-/* Read path. *payload is malloc'd (caller frees). TK_ECORRUPT with a
- * message naming the problem for anything not a tunekit model file. */
+/* Read path. *payload is malloc'd (caller frees). TK_EIO if path cannot be
+ * read; TK_ECORRUPT with a message naming the problem for anything not a
+ * tunekit model file. On failure *payload is NULL. */
 int mf_read(const char *path, mf_meta *m, void **payload, size_t *len);
+
+/* The file contents mf_write() writes, in a malloc'd *buf of *buflen bytes
+ * (caller frees), and its parser (as mf_read(), on a buffer: what the
+ * store's model table keeps). */
+int mf_encode(const mf_meta *m, const void *payload, size_t len, void **buf, size_t *buflen);
+int mf_decode(const void *buf, size_t buflen, mf_meta *m, void **payload, size_t *len);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "util/util.h"
 
 /* Map SQLite result code rc to TK_ESTORE / TK_ECORRUPT with the message set
  * from the connection. Call before resetting the failed statement. */

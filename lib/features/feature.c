@@ -1,0 +1,164 @@
+/*
+ * feature: the public entry points of feature.h (kind names, versions,
+ * lengths, dispatch) and the knob kind. The loop-nest kinds (itervar,
+ * curve) live in itervar.c, whose top comment gives their exact layout.
+ *
+ * knob (version 1): one group of values per knob of the space, in knob
+ * order:
+ *   KNOB_SPLIT            nlevel values: log2(factor) of each level,
+ *                         outermost first (tile_i=4x8x16 -> 2, 3, 4);
+ *   KNOB_ENUM, one-hot    n values, 1 at the chosen candidate, 0 elsewhere:
+ *                         role KR_ORDER or KR_VEC, and any knob with labels
+ *                         of which one is not a decimal number (imported
+ *                         knobs with text values);
+ *   KNOB_ENUM, numeric    1 value, log2(1 + |v|): unroll (0, 16, 64, 512 ->
+ *                         0, 4.09, 6.02, 9.00), unroll_explicit and pack_*
+ *                         (0 or 1), imported knobs whose labels are all
+ *                         decimal numbers (v = the label's value).
+ * Length: sum of those group sizes; it depends only on the space, so every
+ * configuration of a space, template or imported, has the same length.
+ * Knob features never lower the configuration: *valid is always 1.
+ */
+#include "feat_int.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[FEAT_NKIND] = { "knob", "itervar", "curve" };
+static const int kind_versions[FEAT_NKIND] = { 1, 1, 1 };
+
+const char *feat_kind_name(int kind)
+{
+	assert(kind >= 0 && kind < FEAT_NKIND);
+	return kind_names[kind];
+}
+
+int feat_kind_parse(const char *name)
+{
+	for (int k = 0; name && k < FEAT_NKIND; k++)
+		if (!strcmp(name, kind_names[k]))
+			return k;
+	return -1;
+}
+
+int feat_version(int kind)
+{
+	assert(kind >= 0 && kind < FEAT_NKIND);
+	return kind_versions[kind];
+}
+
+/* ---- knob ------------------------------------------------------------------ */
+
+/* A decimal number: [+-]digits[.digits][e[+-]digits] (or .digits). Faster
+ * than strtod and refuses "nan", "inf" and hex, which are labels, not
+ * magnitudes. */
+static int is_decimal(const char *s)
+{
+	int digits = 0;
+	if (*s == '+' || *s == '-')
+		s++;
+	for (; *s >= '0' && *s <= '9'; s++)
+		digits++;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digits++;
+	if (!digits)
+		return 0;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == 0;
+}
+
+static int knob_onehot(const sp_knob *kn)
+{
+	if (kn->kind != KNOB_ENUM)
+		return 0;
+	if (kn->role == KR_ORDER || kn->role == KR_VEC)
+		return 1;
+	if (kn->label)
+		for (int i = 0; i < kn->n; i++)
+			if (!kn->label[i] || !is_decimal(kn->label[i]))
+				return 1;
+	return 0;
+}
+
+static int knob_length(const sp_space *sp)
+{
+	int n = 0;
+	for (int k = 0; k < sp->nknob; k++) {
+		const sp_knob *kn = &sp->knob[k];
+		n += kn->kind == KNOB_SPLIT ? kn->nlevel : knob_onehot(kn) ? kn->n : 1;
+	}
+	return n;
+}
+
+static void knob_extract(const sp_space *sp, const sp_config *c, float *out)
+{
+	int n = 0;
+	for (int k = 0; k < sp->nknob; k++) {
+		const sp_knob *kn = &sp->knob[k];
+		int v = c->v[k];
+		assert(v >= 0 && v < kn->n);
+		if (kn->kind == KNOB_SPLIT) {
+			for (int l = 0; l < kn->nlevel; l++)
+				out[n++] = (float)log2((double)kn->cand[v * kn->nlevel + l]);
+		} else if (knob_onehot(kn)) {
+			for (int i = 0; i < kn->n; i++)
+				out[n++] = i == v ? 1.0f : 0.0f;
+		} else {
+			double x = kn->label ? strtod(kn->label[v], NULL) : (double)kn->cand[v];
+			out[n++] = (float)log2(1.0 + fabs(x));
+		}
+	}
+}
+
+/* ---- entry points -------------------------------------------------------------- */
+
+int feat_length(int kind, const sp_space *sp, int *n)
+{
+	int nloop, nslot;
+	assert(kind >= 0 && kind < FEAT_NKIND && sp && n);
+	*n = 0;
+	if (kind == FEAT_KNOB) {
+		*n = knob_length(sp);
+		return TK_OK;
+	}
+	if (!sp->prog)
+		return tk_seterr(TK_EUNSUPP, "%s features need a template task (this space is imported)",
+		                 kind_names[kind]);
+	feat_nest_shape(sp, &nloop, &nslot);
+	if (kind == FEAT_ITERVAR)
+		*n = nloop * (FEAT_LOOP_FIXED + FEAT_SLOT_VALUES * nslot);
+	else
+		*n = nslot * 2 * FEAT_CURVE_SAMPLES;
+	return TK_OK;
+}
+
+int feat_extract(int kind, const sp_space *sp, const sp_config *c, float *out, int *valid)
+{
+	int ok = 1, rc = TK_OK;
+	assert(kind >= 0 && kind < FEAT_NKIND && sp && c && out);
+	if (kind == FEAT_KNOB) {
+		knob_extract(sp, c, out);
+	} else if (!sp->prog) {
+		int n;
+		rc = feat_length(kind, sp, &n);
+		ok = 0;
+	} else if (kind == FEAT_ITERVAR) {
+		rc = feat_itervar(sp, c, out, &ok);
+	} else {
+		rc = feat_curve(sp, c, out, &ok);
+	}
+	if (valid)
+		*valid = rc == TK_OK && ok;
+	return rc;
+}

@@ -1,0 +1,410 @@
+/*
+ * xgb: gradient-boosted trees through the libxgboost C API with AutoTVM's
+ * defaults (depth 3, eta 0.3, gamma 1e-4, pairwise ranking). Training adds
+ * one round at a time; with a validation set it scores the validation
+ * predictions after every round (XGBoost keeps them cached, so a round costs
+ * one new tree) and stops after early_stop rounds without improvement,
+ * keeping only the rounds up to the best one (the booster is sliced), so
+ * that prediction, saving and xgb_rounds() all see the same model. The
+ * score is ours, not an XGBoost eval_metric: XGBoost 1.7's "ndcg" and
+ * "map" cast labels to integers, which turns normalised throughputs in
+ * [0, 1] into "the best of the task or nothing". We use NDCG with linear
+ * gains (gain = label, discount 1/log2(rank + 1), ties in the prediction
+ * ordered worst label first) averaged over groups for ranking objectives,
+ * and RMSE for the others. XGBoost's console output is silenced.
+ *
+ * Shapes: N = rows, D = features per row, G = groups (tasks).
+ */
+#include "xgb.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xgboost/c_api.h>
+
+#include "../util/util.h"
+
+struct xgb_model {
+	BoosterHandle h;
+	int rounds;       /* boosting rounds kept */
+	int d;            /* features per row the booster was trained on */
+};
+
+void xgb_params_default(xgb_params *p, const char *objective)
+{
+	assert(p);
+	memset(p, 0, sizeof *p);
+	p->objective = objective ? objective : "rank:pairwise";
+	p->max_depth = 3;
+	p->eta = 0.3;
+	p->gamma = 1e-4;
+	p->min_child_weight = 1;
+	p->subsample = 1;
+	p->lambda = 1;
+	p->alpha = 0;
+	p->rounds = 8000;
+	p->early_stop = 50;
+	p->nthread = 0;
+	p->seed = 1;
+	p->num_parallel_tree = 1;
+}
+
+/* The TK_EIO (or rc) error for a failed XGBoost call named what. */
+static int xgb_err(int rc, const char *what)
+{
+	const char *e = XGBGetLastError();
+	return tk_seterr(rc, "xgboost: %s: %s", what, e && *e ? e : "failed");
+}
+
+/* Silence XGBoost's console (warnings on stderr included); once per process. */
+static void xgb_quiet(void)
+{
+	static int done;
+	if (!done) {
+		XGBSetGlobalConfig("{\"verbosity\": 0}");
+		done = 1;
+	}
+}
+
+/* Check that data is consistent: n > 0 rows of d > 0 features (d equal to
+ * want_d unless want_d is 0), groups summing to n. */
+static int data_check(const xgb_data *a, int want_d, const char *name)
+{
+	if (!a || a->n <= 0 || a->d <= 0 || !a->x || !a->y)
+		return tk_seterr(TK_EINVAL, "xgboost: empty %s set", name);
+	if (want_d && a->d != want_d)
+		return tk_seterr(TK_EINVAL, "xgboost: %s set has %d features, training set %d", name,
+		                 a->d, want_d);
+	if (a->ngroup < 0 || (a->ngroup > 0 && !a->group))
+		return tk_seterr(TK_EINVAL, "xgboost: bad groups in the %s set", name);
+	long long sum = 0;
+	for (int i = 0; i < a->ngroup; i++)
+		sum += a->group[i];
+	if (a->ngroup > 0 && sum != a->n)
+		return tk_seterr(TK_EINVAL, "xgboost: %s groups cover %lld rows of %d", name, sum, a->n);
+	return TK_OK;
+}
+
+/* A DMatrix of a: features x[N*D] (NaN would be missing; 0 is a value),
+ * labels y[N], groups. */
+static int dmat_new(const xgb_data *a, DMatrixHandle *out)
+{
+	DMatrixHandle m;
+	*out = NULL;
+	if (XGDMatrixCreateFromMat(a->x, (bst_ulong)a->n, (bst_ulong)a->d, NAN, &m))
+		return xgb_err(TK_EIO, "cannot create a matrix");
+	if (XGDMatrixSetFloatInfo(m, "label", a->y, (bst_ulong)a->n) ||
+	    (a->ngroup > 0 && XGDMatrixSetUIntInfo(m, "group", a->group, (bst_ulong)a->ngroup)) ||
+	    (a->margin && XGDMatrixSetFloatInfo(m, "base_margin", a->margin, (bst_ulong)a->n))) {
+		int rc = xgb_err(TK_EIO, "cannot set labels");
+		XGDMatrixFree(m);
+		return rc;
+	}
+	*out = m;
+	return TK_OK;
+}
+
+static int set_param(BoosterHandle h, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int set_param(BoosterHandle h, const char *name, const char *fmt, ...)
+{
+	char v[64];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof v, fmt, ap);
+	va_end(ap);
+	if (XGBoosterSetParam(h, name, v)) {
+		char what[128];
+		snprintf(what, sizeof what, "parameter %s=%s", name, v);
+		return xgb_err(TK_EINVAL, what);
+	}
+	return TK_OK;
+}
+
+static int set_params(BoosterHandle h, const xgb_params *p)
+{
+	int rc = TK_OK;
+	if (!rc) rc = set_param(h, "verbosity", "0");
+	if (!rc) rc = set_param(h, "objective", "%s", p->objective);
+	if (!rc) rc = set_param(h, "max_depth", "%d", p->max_depth);
+	if (!rc) rc = set_param(h, "eta", "%.17g", p->eta);
+	if (!rc) rc = set_param(h, "gamma", "%.17g", p->gamma);
+	if (!rc) rc = set_param(h, "min_child_weight", "%.17g", p->min_child_weight);
+	if (!rc) rc = set_param(h, "subsample", "%.17g", p->subsample);
+	if (!rc) rc = set_param(h, "lambda", "%.17g", p->lambda);
+	if (!rc) rc = set_param(h, "alpha", "%.17g", p->alpha);
+	if (!rc) rc = set_param(h, "seed", "%llu", (unsigned long long)(p->seed & 0x7fffffff));
+	if (!rc && p->nthread > 0) rc = set_param(h, "nthread", "%d", p->nthread);
+	if (!rc && p->tree_method)
+		rc = set_param(h, "tree_method", "%s", p->tree_method);
+	if (!rc && p->num_parallel_tree > 1)
+		rc = set_param(h, "num_parallel_tree", "%d", p->num_parallel_tree);
+	return rc;
+}
+
+/* Predictions of every round so far on m (cached by XGBoost) into *out,
+ * which points into the booster until its next call. */
+static int predict_dmat(BoosterHandle h, DMatrixHandle m, const float **out, bst_ulong *len)
+{
+	static const char cfg[] = "{\"type\": 0, \"training\": false, \"iteration_begin\": 0,"
+	                          " \"iteration_end\": 0, \"strict_shape\": false}";
+	bst_ulong const *shape;
+	bst_ulong dim;
+	if (XGBoosterPredictFromDMatrix(h, m, cfg, &shape, &dim, out))
+		return xgb_err(TK_EIO, "prediction failed");
+	*len = dim > 0 ? shape[0] : 0;
+	return TK_OK;
+}
+
+typedef struct ndcg_item {
+	float p, y;
+} ndcg_item;
+
+/* Descending prediction; among equal predictions the lowest label first. */
+static int ndcg_cmp(const void *a, const void *b)
+{
+	const ndcg_item *x = a, *y = b;
+	if (x->p != y->p)
+		return x->p > y->p ? -1 : 1;
+	return (x->y > y->y) - (x->y < y->y);
+}
+
+static int desc_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x < y) - (x > y);
+}
+
+/* Validation score of predictions p[N] against v, larger is better:
+ * mean NDCG (linear gains) over groups with a positive label for ranking
+ * objectives, -RMSE otherwise. tmp has N items, gain N floats. */
+static double valid_score(const xgb_params *p, const xgb_data *v, const float *pred,
+                          ndcg_item *tmp, float *gain)
+{
+	if (strncmp(p->objective, "rank:", 5)) {
+		double s = 0;
+		for (int i = 0; i < v->n; i++)
+			s += ((double)pred[i] - v->y[i]) * ((double)pred[i] - v->y[i]);
+		return -sqrt(s / v->n);
+	}
+	unsigned one = (unsigned)v->n;
+	const unsigned *group = v->ngroup > 0 ? v->group : &one;
+	int ngroup = v->ngroup > 0 ? v->ngroup : 1, base = 0, nscored = 0;
+	double total = 0;
+	for (int g = 0; g < ngroup; base += (int)group[g], g++) {
+		int n = (int)group[g];
+		double dcg = 0, ideal = 0;
+		for (int i = 0; i < n; i++) {
+			tmp[i].p = pred[base + i];
+			tmp[i].y = v->y[base + i];
+			gain[i] = v->y[base + i];
+		}
+		qsort(tmp, (size_t)n, sizeof *tmp, ndcg_cmp);
+		qsort(gain, (size_t)n, sizeof *gain, desc_float);
+		for (int i = 0; i < n; i++) {
+			double disc = 1.0 / log2(i + 2.0);
+			dcg += tmp[i].y * disc;
+			ideal += gain[i] * disc;
+		}
+		if (ideal > 0) {
+			total += dcg / ideal;
+			nscored++;
+		}
+	}
+	return nscored ? total / nscored : 0;
+}
+
+int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
+              xgb_model **out)
+{
+	DMatrixHandle dm[2] = { NULL, NULL };
+	BoosterHandle h = NULL;
+	ndcg_item *tmp = NULL;
+	float *gain = NULL;
+	xgb_model *m = NULL;
+	int rc, rounds, best = -1, done = 0;
+	double best_score = -HUGE_VAL;
+
+	assert(p && out);
+	*out = NULL;
+	if (!p->objective || p->rounds < 1 || p->max_depth < 0 || p->early_stop < 0)
+		return tk_seterr(TK_EINVAL, "xgboost: bad parameters");
+	if ((rc = data_check(train, 0, "training")) ||
+	    (valid && (rc = data_check(valid, train->d, "validation"))))
+		return rc;
+	xgb_quiet();
+	rounds = p->rounds;
+	if (!valid && p->early_stop > 0 && rounds > XGB_ROUNDS_NOVALID)
+		rounds = XGB_ROUNDS_NOVALID;
+	if (valid && p->early_stop > 0) {
+		tmp = malloc(sizeof *tmp * (size_t)valid->n);
+		gain = malloc(sizeof *gain * (size_t)valid->n);
+		if (!tmp || !gain) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if ((rc = dmat_new(train, &dm[0])) || (valid && (rc = dmat_new(valid, &dm[1]))))
+		goto out;
+	if (XGBoosterCreate(dm, valid ? 2 : 1, &h)) {
+		rc = xgb_err(TK_EIO, "cannot create a booster");
+		goto out;
+	}
+	if ((rc = set_params(h, p)))
+		goto out;
+	for (int i = 0; i < rounds; i++) {
+		if (XGBoosterUpdateOneIter(h, i, dm[0])) {
+			rc = xgb_err(TK_EIO, "training failed");
+			goto out;
+		}
+		done = i + 1;
+		if (!tmp)
+			continue;
+		const float *pred;
+		bst_ulong len = 0;
+		if ((rc = predict_dmat(h, dm[1], &pred, &len)))
+			goto out;
+		if (len != (bst_ulong)valid->n) {
+			rc = tk_seterr(TK_EIO, "xgboost: %llu predictions for %d rows",
+			               (unsigned long long)len, valid->n);
+			goto out;
+		}
+		double s = valid_score(p, valid, pred, tmp, gain);
+		if (best < 0 || s > best_score + 1e-12) {
+			best = i;
+			best_score = s;
+		} else if (i - best >= p->early_stop) {
+			break;
+		}
+	}
+	if (best >= 0 && best + 1 < done) {
+		BoosterHandle cut;
+		if (XGBoosterSlice(h, 0, best + 1, 1, &cut)) {
+			rc = xgb_err(TK_EIO, "cannot keep the best rounds");
+			goto out;
+		}
+		XGBoosterFree(h);
+		h = cut;
+		done = best + 1;
+	}
+	if (!(m = calloc(1, sizeof *m))) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto out;
+	}
+	m->h = h;
+	m->rounds = done;
+	m->d = train->d;
+	h = NULL;
+	*out = m;
+out:
+	if (h)
+		XGBoosterFree(h);
+	for (int i = 0; i < 2; i++)
+		if (dm[i])
+			XGDMatrixFree(dm[i]);
+	free(tmp);
+	free(gain);
+	return rc;
+}
+
+int xgb_predict(xgb_model *m, const float *x, int n, int d, float *out)
+{
+	return xgb_predict_margin(m, x, n, d, NULL, out);
+}
+
+int xgb_predict_margin(xgb_model *m, const float *x, int n, int d, const float *margin,
+                       float *out)
+{
+	DMatrixHandle dm;
+	const float *pred;
+	bst_ulong len = 0;
+	int rc = TK_OK;
+
+	assert(m && (n == 0 || (x && out)));
+	if (n == 0)
+		return TK_OK;
+	if (n < 0 || d != m->d)
+		return tk_seterr(TK_EINVAL, "xgboost: the model takes %d features per row, not %d",
+		                 m->d, d);
+	if (XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)d, NAN, &dm))
+		return xgb_err(TK_EIO, "cannot create a matrix");
+	if (margin && XGDMatrixSetFloatInfo(dm, "base_margin", margin, (bst_ulong)n))
+		rc = xgb_err(TK_EIO, "cannot set base margins");
+	if (!rc)
+		rc = predict_dmat(m->h, dm, &pred, &len);
+	if (!rc && len != (bst_ulong)n)
+		rc = tk_seterr(TK_EIO, "xgboost: %llu predictions for %d rows",
+		               (unsigned long long)len, n);
+	if (!rc)
+		memcpy(out, pred, sizeof *out * (size_t)n);
+	XGDMatrixFree(dm);
+	return rc;
+}
+
+int xgb_save(xgb_model *m, void **buf, size_t *len)
+{
+	const char *raw;
+	bst_ulong n;
+
+	assert(m && buf && len);
+	*buf = NULL;
+	*len = 0;
+	if (XGBoosterSaveModelToBuffer(m->h, "{\"format\": \"ubj\"}", &n, &raw))
+		return xgb_err(TK_EIO, "cannot save the model");
+	if (!(*buf = malloc(n ? n : 1)))
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	memcpy(*buf, raw, n);
+	*len = n;
+	return TK_OK;
+}
+
+int xgb_load(const void *buf, size_t len, xgb_model **out)
+{
+	BoosterHandle h;
+	bst_ulong d = 0;
+	int rounds = 0, rc;
+
+	assert(buf && out);
+	*out = NULL;
+	xgb_quiet();
+	if (XGBoosterCreate(NULL, 0, &h))
+		return xgb_err(TK_EIO, "cannot create a booster");
+	if (XGBoosterLoadModelFromBuffer(h, buf, (bst_ulong)len)) {
+		rc = xgb_err(TK_ECORRUPT, "not a model");
+	} else if (XGBoosterBoostedRounds(h, &rounds) || XGBoosterGetNumFeature(h, &d)) {
+		rc = xgb_err(TK_ECORRUPT, "damaged model");
+	} else if (d < 1 || rounds < 1) {
+		rc = tk_seterr(TK_ECORRUPT, "xgboost: empty model");
+	} else if ((rc = set_param(h, "verbosity", "0")) == TK_OK) {
+		xgb_model *m = calloc(1, sizeof *m);
+		if (!m) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+		} else {
+			m->h = h;
+			m->rounds = rounds;
+			m->d = (int)d;
+			*out = m;
+			return TK_OK;
+		}
+	}
+	XGBoosterFree(h);
+	return rc;
+}
+
+int xgb_rounds(const xgb_model *m)
+{
+	assert(m);
+	return m->rounds;
+}
+
+void xgb_free(xgb_model *m)
+{
+	if (!m)
+		return;
+	XGBoosterFree(m->h);
+	free(m);
+}

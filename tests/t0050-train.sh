@@ -1,0 +1,175 @@
+#!/bin/sh
+# train: an XGBoost cost model on real records with knob features, its
+# metrics, the model file and the model table, holdouts, the measure |
+# extract-features | train pipeline, choosing the hardware, bad input.
+. "$(dirname "$0")/lib.sh"
+
+T1='dense:m=16,n=16,k=16'
+T2='dense:m=24,n=8,k=32'
+T3='dense:m=8,n=32,k=24'
+
+test_expect_success 'setup: three small dense tasks with knob features' '
+	tunekit measure -q --task $T1 --task $T2 --task $T3 --sample 12 --repeat 1 >m.tsv &&
+	test $(tsv_count m.tsv) -eq 36 &&
+	tunekit extract-features -q --kind knob &&
+	test "$(sql "SELECT COUNT(*) FROM feature WHERE kind = '\''knob'\''")" -eq 36
+'
+
+test_expect_success 'train holds out a third of the tasks and prints the metrics' '
+	tunekit train --feature knob --holdout 0.34 --out m.model >out 2>err &&
+	printf "set\trows\ttasks\trmse\tmse\tmse_d\ttop1\ttop5\tspearman\n" >want &&
+	head -1 out >hdr && test_cmp want hdr &&
+	test $(tsv_count out) -eq 2 &&
+	test "$(tsv_col out set 2)" = train && test "$(tsv_col out set 3)" = holdout &&
+	test "$(tsv_col out tasks 2)" -eq 2 && test "$(tsv_col out tasks 3)" -eq 1 &&
+	test $(( $(tsv_col out rows 2) + $(tsv_col out rows 3) )) -eq 36 &&
+	test "$(tsv_col out rows 3)" -eq 12 &&
+	awk -F"\t" "NR > 1 { for (i = 4; i <= 9; i++) if (\$i !~ /^-?[0-9]+\\.[0-9]+\$/) exit 1 }" out &&
+	awk -F"\t" "NR > 1 && (\$7 <= 0 || \$7 > 1 || \$8 < \$7 || \$8 > 1) { exit 1 }" out &&
+	grep -q "held out: dense:" err && grep -q "wrote m.model" err
+'
+
+test_expect_success 'the model file has the magic line and the meta keys' '
+	test "$(head -1 m.model)" = "tunekit-model 1" &&
+	for k in kind objective feature feature_version feature_length hardware hardware_id \
+		n_train n_holdout rounds seed created holdout_rmse holdout_mse holdout_mse_d \
+		holdout_top1 holdout_top5 holdout_spearman train_rmse train_mse train_mse_d \
+		train_top1 train_top5 train_spearman payload; do
+		grep -a -q "^$k " m.model || { echo "no $k"; exit 1; }
+	done &&
+	grep -a -q "^kind xgb$" m.model && grep -a -q "^objective rank:pairwise$" m.model &&
+	grep -a -q "^feature knob$" m.model && grep -a -q "^feature_length 16$" m.model &&
+	grep -a -q "^n_train 24$" m.model && grep -a -q "^n_holdout 12$" m.model &&
+	grep -a -q "^end$" m.model &&
+	hw=$(tsv_col m.tsv hw) && grep -a -q "^hardware_id $hw$" m.model &&
+	grep -a -q -F -x "hardware $(sql "SELECT key FROM hardware WHERE id = $hw")" m.model &&
+	awk -v a="$(grep -a "^holdout_top1 " m.model | cut -d" " -f2)" \
+		-v b="$(tsv_col out top1 3)" "BEGIN { d = a - b; exit !(d * d < 1e-8) }"
+'
+
+test_expect_success 'the store keeps the model with the same meta and the file contents' '
+	test "$(sql "SELECT COUNT(*) FROM model")" -eq 1 &&
+	test "$(sql "SELECT kind FROM model")" = xgb &&
+	test "$(sql "SELECT hardware_id FROM model")" = "$(tsv_col m.tsv hw)" &&
+	sql "SELECT meta FROM model" >meta &&
+	grep -q "^holdout_spearman=" meta && grep -q "^feature=knob$" meta &&
+	grep -q "^n_train=24$" meta &&
+	test "$(sql "SELECT hex(data) FROM model")" = "$(od -An -v -tx1 m.model | tr -d " \n" | tr a-f A-F)" &&
+	tunekit report model >models &&
+	test "$(tsv_col models n_train)" = 24 && test "$(tsv_col models feature)" = knob &&
+	test -n "$(tsv_col models holdout_top5)"
+'
+
+test_expect_success 'the same seed holds out the same task and gives the same metrics' '
+	tunekit train -q --feature knob --holdout 0.34 --out m1.model >again &&
+	test_cmp out again &&
+	tunekit train --feature knob --holdout 0.34 --seed 7 --out m1.model >/dev/null 2>err7 &&
+	grep -q "held out: dense:" err7
+'
+
+test_expect_success '--holdout-task holds out the named task, in any spelling' '
+	tunekit train --feature knob --holdout-task "dense:k=32,n=8,m=24" --out m3.model >out3 2>err3 &&
+	test "$(tsv_col out3 rows 3)" -eq 12 && test "$(tsv_col out3 tasks 3)" -eq 1 &&
+	grep -q "holding out 12 records of 1 task$" err3 &&
+	tunekit train -q --feature knob --holdout-task $T1 --holdout-task $T3 --out m3.model >out3 &&
+	test "$(tsv_col out3 rows 3)" -eq 24 && test "$(tsv_col out3 tasks 3)" -eq 2 &&
+	grep -a -q "^n_holdout 24$" m3.model
+'
+
+test_expect_success 'reg objective; no holdout trains --rounds rounds (200 by default)' '
+	tunekit train -q --feature knob --objective reg --rounds 7 --out r.model >outr &&
+	test $(tsv_count outr) -eq 1 && test "$(tsv_col outr set)" = train &&
+	grep -a -q "^objective reg:squarederror$" r.model && grep -a -q "^rounds 7$" r.model &&
+	grep -a -q "^n_holdout 0$" r.model && ! grep -a -q "^holdout_" r.model &&
+	tunekit train -q --feature knob --tree-method hist --out r.model >/dev/null &&
+	grep -a -q "^rounds 200$" r.model && grep -a -q "^tree_method hist$" r.model &&
+	tunekit train -q --feature knob --format json --out r.model >j &&
+	grep -q "\"set\": \"train\", \"rows\": 36" j
+'
+
+test_expect_success 'measure | extract-features | train trains on the records of the stream' '
+	before=$(sql "SELECT COUNT(*) FROM model") &&
+	tunekit measure -q --task dense:m=8,n=8,k=8 --sample 6 --repeat 1 |
+		tunekit extract-features -q --kind knob - |
+		tunekit train -q --feature knob --out m2.model - >outp &&
+	test "$(tsv_col outp rows)" -eq 6 && test "$(tsv_col outp tasks)" -eq 1 &&
+	grep -a -q "^n_train 6$" m2.model &&
+	test "$(sql "SELECT COUNT(*) FROM model")" -eq $((before + 1))
+'
+
+test_expect_success 'one task: --holdout holds out records at random instead' '
+	tail -n +2 m.tsv | awk -F"\t" -v t="dense:k=16,m=16,n=16" "\$4 == t" >one.tsv &&
+	{ head -1 m.tsv; cat one.tsv; } | tunekit train --feature knob --holdout 0.25 --out o.model - >outo 2>erro &&
+	grep -q "one task: holding out 3 of its 12 records at random instead" erro &&
+	test "$(tsv_col outo rows 3)" -eq 3
+'
+
+test_expect_success 'records without features: exit 2 with a hint to run extract-features' '
+	tunekit measure -q --task dense:m=8,n=16,k=8 --sample 3 --repeat 1 >nf.tsv &&
+	test_expect_code 2 tunekit train --feature knob --out x.model - <nf.tsv 2>err &&
+	grep -q "3 of 3 records have no knob features" err && grep -q "extract-features --kind knob" err &&
+	test_expect_code 2 tunekit train --feature curve --out x.model 2>err &&
+	grep -q "extract-features --kind curve" err &&
+	test_expect_code 2 tunekit train --db empty.db --out x.model 2>err &&
+	grep -q "no records" err &&
+	test ! -e x.model
+'
+
+test_expect_success 'the hardware with the most records is chosen, and said so' '
+	sql "INSERT INTO hardware(key, kind) VALUES ('\''other|cpu'\'', '\''cpu'\'')" &&
+	other=$(sql "SELECT id FROM hardware WHERE key = '\''other|cpu'\''") &&
+	sql "INSERT INTO measurement(config_id, hardware_id, valid, error, median, at)
+	     SELECT config_id, $other, valid, error, median * 2, at FROM measurement
+	     WHERE id IN (SELECT id FROM measurement ORDER BY id LIMIT 5)" &&
+	tunekit train --feature knob --out h.model >/dev/null 2>errh &&
+	grep -q "2 hardware targets have records with knob features; training on hardware $(tsv_col m.tsv hw)" errh &&
+	tunekit train -q --feature knob --hardware $other --out h.model >outh 2>errh &&
+	test ! -s errh && test "$(tsv_col outh rows)" -eq 5 &&
+	grep -a -q "^hardware other|cpu$" h.model &&
+	test_expect_code 2 tunekit train --feature knob --hardware 999 --out h.model 2>err &&
+	grep -q "hardware 999 has no records" err
+'
+
+test_expect_success 'bad options exit 2 and add no model' '
+	before=$(sql "SELECT COUNT(*) FROM model") &&
+	test_expect_code 2 tunekit train --model gbdt 2>err && grep -q "unknown model" err &&
+	test_expect_code 2 tunekit train --objective lambdarank 2>err && grep -q "unknown objective" err &&
+	test_expect_code 2 tunekit train --feature pixels 2>err && grep -q "unknown feature kind" err &&
+	test_expect_code 2 tunekit train --feature knob --holdout 1.5 2>err &&
+	test_expect_code 2 tunekit train --feature knob --holdout x 2>err &&
+	test_expect_code 2 tunekit train --feature knob --holdout 0.3 --holdout-task $T1 2>err &&
+	grep -q "not both" err &&
+	test_expect_code 2 tunekit train --feature knob --holdout-task dense:m=1,n=1,k=1 2>err &&
+	grep -q "no records of that task" err &&
+	test_expect_code 2 tunekit train --feature knob --holdout-task $T1 --holdout-task $T2 \
+		--holdout-task $T3 --holdout-task dense:m=8,n=8,k=8 2>err &&
+	grep -q "nothing left to train on" err &&
+	test_expect_code 2 tunekit train --feature knob --rounds -1 2>err &&
+	test_expect_code 2 tunekit train --feature knob --tree-method gpu_hist 2>err &&
+	test_expect_code 2 tunekit train --feature knob --format yaml 2>err &&
+	test_expect_code 2 tunekit train --feature knob extra 2>err && grep -q "unexpected argument" err &&
+	printf "dense:m=8,n=8,k=8\ttile_i=1x1x8\n" | test_expect_code 2 tunekit train --feature knob - 2>err &&
+	grep -q "no id column" err &&
+	: | test_expect_code 2 tunekit train --feature knob - 2>err && grep -q "no records" err &&
+	printf "id\ttask\n999999\tx\n" | test_expect_code 2 tunekit train --feature knob - 2>err &&
+	grep -q "not in the store" err &&
+	test "$(sql "SELECT COUNT(*) FROM model")" -eq "$before"
+'
+
+test_expect_success 'a model file that cannot be written exits 1 and adds no model' '
+	before=$(sql "SELECT COUNT(*) FROM model") &&
+	test_expect_code 1 tunekit train -q --feature knob --out no/such/dir/m.model 2>err &&
+	grep -q "no/such/dir" err &&
+	test "$(sql "SELECT COUNT(*) FROM model")" -eq "$before"
+'
+
+test_expect_success 'man page of train documents its options and lints clean' '
+	tunekit train --help >help &&
+	sed "/^common options:/,\$d" help | grep -o -- "--[a-z][a-z-]*" | sort -u >opts &&
+	test -s opts &&
+	mandoc -Tascii "$TOP/man/tunekit-train.1" | col -b >page &&
+	for o in $(cat opts); do grep -q -- "$o" page || { echo "undocumented: $o"; exit 1; }; done &&
+	mandoc -Tlint -W warning "$TOP/man/tunekit-train.1"
+'
+
+test_done

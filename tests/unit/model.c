@@ -1,0 +1,800 @@
+/*
+ * Unit tests for lib/model and the model queries of lib/store: XGBoost
+ * training on synthetic data it must learn (rank and reg objectives, task
+ * groups, early stopping), save/load round trips with identical
+ * predictions, the metrics on small cases computed by hand, model files
+ * (round trip, atomic replacement, every kind of corruption), and training
+ * rows, hardware counts and the model table of a small store. Files live in
+ * a mkdtemp() directory removed at exit.
+ */
+#include "unit.h"
+
+#include <dirent.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model/metrics.h"
+#include "model/modelfile.h"
+#include "model/xgb.h"
+#include "store/store.h"
+#include "store/store_int.h"
+#include "store/store_models.h"
+#include "util/util.h"
+
+/* ---- helpers -------------------------------------------------------- */
+
+static char tmpdir[256];
+
+static void tmpdir_remove(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	char path[512];
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(tmpdir);
+}
+
+/* A path in the temporary directory. */
+static const char *tpath(const char *name)
+{
+	static char buf[8][512];
+	static int next;
+	char *p = buf[next++ % 8];
+	if (!tmpdir[0]) {
+		const char *t = getenv("TMPDIR");
+		snprintf(tmpdir, sizeof tmpdir, "%s/tk-model-XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(tmpdir)) {
+			perror("mkdtemp");
+			exit(2);
+		}
+		atexit(tmpdir_remove);
+	}
+	snprintf(p, 512, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static int dir_entries(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void write_file(const char *path, const void *buf, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, n, f) != n || fclose(f)) {
+		perror(path);
+		exit(2);
+	}
+}
+
+/* Spearman correlation of a[n] and b[n] (distinct values assumed). */
+static double spearman(const float *a, const float *b, int n)
+{
+	double *ra = malloc(sizeof *ra * (size_t)n), *rb = malloc(sizeof *rb * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		ra[i] = rb[i] = 0;
+		for (int j = 0; j < n; j++) {
+			ra[i] += a[j] < a[i] ? 1 : a[j] == a[i] && j != i ? 0.5 : 0;
+			rb[i] += b[j] < b[i] ? 1 : b[j] == b[i] && j != i ? 0.5 : 0;
+		}
+	}
+	double m = (n - 1) / 2.0, sab = 0, saa = 0, sbb = 0;
+	for (int i = 0; i < n; i++) {
+		sab += (ra[i] - m) * (rb[i] - m);
+		saa += (ra[i] - m) * (ra[i] - m);
+		sbb += (rb[i] - m) * (rb[i] - m);
+	}
+	free(ra);
+	free(rb);
+	return saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : 0;
+}
+
+/* Synthetic rows: D = 4 uniform features; y = 0.6 [x0 > 0.5] + 0.4 x1. */
+enum { SD = 4 };
+static void synth(tk_rng *r, int n, float *x, float *y)
+{
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < SD; j++)
+			x[i * SD + j] = (float)tk_rng_unif(r);
+		y[i] = (x[i * SD] > 0.5f ? 0.6f : 0.0f) + 0.4f * x[i * SD + 1];
+	}
+}
+
+/* ---- xgb ------------------------------------------------------------ */
+
+/* Base margins (transfer learning): a model trained on top of a margin
+ * learns the residual, and predicting with margins adds them row by row. */
+TEST(xgb_base_margin)
+{
+	enum { N = 300 };
+	static float x[N * SD], y[N], base[N], p0[N], p1[N];
+	tk_rng r;
+	tk_rng_seed(&r, 11, 2);
+	synth(&r, N, x, y);
+	for (int i = 0; i < N; i++) {
+		base[i] = (float)(3 * x[i * SD + 2]);  /* what the base model knows */
+		y[i] += base[i];                        /* the residual is left to learn */
+	}
+	xgb_params prm;
+	xgb_params_default(&prm, "reg:squarederror");
+	prm.nthread = 1;
+	prm.rounds = 60;
+	prm.early_stop = 0;
+	xgb_data tr = { N, SD, x, y, 0, NULL, base };
+	xgb_model *m = NULL;
+	CHECK_EQ_INT(xgb_train(&prm, &tr, NULL, &m), TK_OK);
+	if (!m)
+		return;
+	CHECK_EQ_INT(xgb_predict_margin(m, x, N, SD, base, p1), TK_OK);
+	CHECK_EQ_INT(xgb_predict(m, x, N, SD, p0), TK_OK);
+	double se1 = 0, se0 = 0;
+	for (int i = 0; i < N; i++) {
+		se1 += (p1[i] - y[i]) * (p1[i] - y[i]);
+		se0 += (p0[i] - y[i]) * (p0[i] - y[i]);
+		/* the trees are the same; only the margin differs */
+		CHECK_NEAR(p1[i] - p0[i] - base[i], p1[0] - p0[0] - base[0], 1e-4);
+	}
+	CHECK(se1 / N < 0.01);     /* with its margins it fits */
+	CHECK(se0 / N > 0.1);      /* without them it does not: it learnt the residual */
+	xgb_free(m);
+}
+
+/* Train objective on 400 rows in 4 groups with a 100-row validation set,
+ * then check the rank correlation on 200 new rows, the round trip through
+ * xgb_save/xgb_load and early stopping. */
+static void learn_and_reload(const char *objective)
+{
+	enum { N = 400, NV = 100, NT = 200 };
+	static float x[N * SD], y[N], xv[NV * SD], yv[NV], xt[NT * SD], yt[NT], p[NT], p2[NT];
+	unsigned group[4] = { 100, 100, 100, 100 }, gv = NV;
+	tk_rng r;
+	tk_rng_seed(&r, 7, 1);
+	synth(&r, N, x, y);
+	synth(&r, NV, xv, yv);
+	synth(&r, NT, xt, yt);
+
+	xgb_params prm;
+	xgb_params_default(&prm, objective);
+	prm.nthread = 1;
+	xgb_data tr = { N, SD, x, y, 4, group, NULL }, va = { NV, SD, xv, yv, 1, &gv, NULL };
+	xgb_model *m = NULL, *m2 = NULL;
+	CHECK_EQ_INT(xgb_train(&prm, &tr, &va, &m), TK_OK);
+	if (!m)
+		return;
+	int rounds = xgb_rounds(m);
+	CHECK(rounds >= 1 && rounds < 8000 - 50);
+	CHECK_EQ_INT(xgb_predict(m, xt, NT, SD, p), TK_OK);
+	double rho = spearman(p, yt, NT);
+	CHECK(rho > 0.9);
+	if (!(rho > 0.9))
+		fprintf(stderr, "  %s: rank correlation %.3f\n", objective, rho);
+	if (!strcmp(objective, "reg:squarederror")) {
+		double se = 0;
+		for (int i = 0; i < NT; i++)
+			se += (p[i] - yt[i]) * (p[i] - yt[i]);
+		CHECK(sqrt(se / NT) < 0.1);
+	}
+
+	void *buf = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(xgb_save(m, &buf, &len), TK_OK);
+	CHECK(len > 100);
+	CHECK_EQ_INT(xgb_load(buf, len, &m2), TK_OK);
+	if (m2) {
+		CHECK_EQ_INT(xgb_rounds(m2), rounds);
+		CHECK_EQ_INT(xgb_predict(m2, xt, NT, SD, p2), TK_OK);
+		CHECK(memcmp(p, p2, sizeof p) == 0);
+	}
+	/* a damaged payload is refused, not crashed on */
+	xgb_model *bad = NULL;
+	CHECK_EQ_INT(xgb_load(buf, len / 2, &bad), TK_ECORRUPT);
+	CHECK_EQ_INT(xgb_load("not a model at all", 18, &bad), TK_ECORRUPT);
+	CHECK(bad == NULL);
+	free(buf);
+	xgb_free(m2);
+	xgb_free(m);
+}
+
+TEST(xgb_rank_learns_and_reloads)
+{
+	learn_and_reload("rank:pairwise");
+}
+
+TEST(xgb_reg_learns_and_reloads)
+{
+	learn_and_reload("reg:squarederror");
+}
+
+/* Without a validation set, a fixed number of rounds; early stopping keeps
+ * fewer rounds than were trained, and predictions use just those. */
+TEST(xgb_rounds_and_early_stop)
+{
+	enum { N = 200 };
+	static float x[N * SD], y[N], xv[N * SD], yv[N];
+	tk_rng r;
+	tk_rng_seed(&r, 3, 1);
+	synth(&r, N, x, y);
+	synth(&r, N, xv, yv);
+	xgb_params prm;
+	xgb_params_default(&prm, "reg:squarederror");
+	prm.nthread = 1;
+	xgb_data tr = { N, SD, x, y, 0, NULL, NULL }, va = { N, SD, xv, yv, 0, NULL, NULL };
+	xgb_model *m = NULL;
+	CHECK_EQ_INT(xgb_train(&prm, &tr, NULL, &m), TK_OK);
+	CHECK(m && xgb_rounds(m) == XGB_ROUNDS_NOVALID);
+	xgb_free(m);
+	m = NULL;
+	prm.rounds = 17;
+	prm.early_stop = 0;
+	CHECK_EQ_INT(xgb_train(&prm, &tr, &va, &m), TK_OK);
+	CHECK(m && xgb_rounds(m) == 17);
+	xgb_free(m);
+	m = NULL;
+
+	/* deep unregularised trees on noisy labels overfit within a few rounds:
+	 * early stopping must keep exactly the rounds r that minimise the
+	 * validation RMSE of r-round models (r <= kept + early_stop), and
+	 * predict as the r-round model does */
+	prm.rounds = 300;
+	prm.early_stop = 5;
+	prm.eta = 0.5;
+	prm.max_depth = 8;
+	prm.min_child_weight = 0;
+	prm.gamma = 0;
+	prm.lambda = 0;
+	for (int i = 0; i < N; i++)
+		y[i] += (float)(0.3 * tk_rng_normal(&r));
+	CHECK_EQ_INT(xgb_train(&prm, &tr, &va, &m), TK_OK);
+	if (!m)
+		return;
+	int kept = xgb_rounds(m), best = 0;
+	static float p[N], pb[N], pr[N];
+	double best_se = HUGE_VAL;
+	CHECK(kept >= 1 && kept < 300 - 5);
+	CHECK_EQ_INT(xgb_predict(m, xv, N, SD, p), TK_OK);
+	for (int rounds = 1; rounds <= kept + 5; rounds++) {
+		xgb_params pf = prm;
+		xgb_model *f = NULL;
+		double se = 0;
+		pf.early_stop = 0;
+		pf.rounds = rounds;
+		CHECK_EQ_INT(xgb_train(&pf, &tr, NULL, &f), TK_OK);
+		if (!f)
+			return;
+		CHECK_EQ_INT(xgb_predict(f, xv, N, SD, pr), TK_OK);
+		for (int i = 0; i < N; i++)
+			se += (pr[i] - yv[i]) * (pr[i] - yv[i]);
+		if (se < best_se - 1e-9) {
+			best_se = se;
+			best = rounds;
+			memcpy(pb, pr, sizeof pb);
+		}
+		xgb_free(f);
+	}
+	CHECK_EQ_INT(kept, best);
+	CHECK(memcmp(p, pb, sizeof p) == 0);
+	xgb_free(m);
+}
+
+/* Groups: in each task x1 is constant and the tasks' label ranges differ.
+ * Ranked within tasks, x1 tells nothing; ranked as one group, x1 separates
+ * the tasks' labels and the model leans on it. */
+TEST(xgb_groups_rank_within_task)
+{
+	enum { N = 200 };
+	static float x[N * 2 * SD], y[N * 2], a[N], b[N];
+	static float q0[N * SD], q1[N * SD];
+	tk_rng r;
+	tk_rng_seed(&r, 5, 1);
+	for (int i = 0; i < 2 * N; i++) {
+		for (int j = 0; j < SD; j++)
+			x[i * SD + j] = (float)tk_rng_unif(&r);
+		x[i * SD + 1] = i < N ? 0.0f : 1.0f;
+		y[i] = 0.5f * x[i * SD] + (i < N ? 0.0f : 0.5f);
+	}
+	for (int i = 0; i < N; i++) {
+		memcpy(q0 + i * SD, x + i * SD, sizeof(float) * SD);
+		memcpy(q1 + i * SD, x + i * SD, sizeof(float) * SD);
+		q1[i * SD + 1] = 1.0f;
+	}
+	double shift[2];
+	for (int grouped = 0; grouped < 2; grouped++) {
+		unsigned g[2] = { N, N };
+		xgb_params prm;
+		xgb_params_default(&prm, NULL);
+		prm.nthread = 1;
+		prm.rounds = 30;
+		prm.early_stop = 0;
+		xgb_data tr = { 2 * N, SD, x, y, grouped ? 2 : 0, g, NULL };
+		xgb_model *m = NULL;
+		CHECK_EQ_INT(xgb_train(&prm, &tr, NULL, &m), TK_OK);
+		if (!m)
+			return;
+		CHECK_EQ_INT(xgb_predict(m, q0, N, SD, a), TK_OK);
+		CHECK_EQ_INT(xgb_predict(m, q1, N, SD, b), TK_OK);
+		double lo = HUGE_VAL, hi = -HUGE_VAL, d = 0;
+		for (int i = 0; i < N; i++) {
+			d += b[i] - a[i];
+			lo = a[i] < lo ? a[i] : lo;
+			hi = a[i] > hi ? a[i] : hi;
+		}
+		shift[grouped] = d / N / (hi - lo); /* x1's effect over the x0 spread */
+		xgb_free(m);
+	}
+	CHECK(shift[0] > 0.5);              /* one group: x1 matters a lot */
+	CHECK(fabs(shift[1]) < 0.1);        /* per task: hardly at all */
+	if (!(shift[0] > 0.5) || !(fabs(shift[1]) < 0.1))
+		fprintf(stderr, "  x1 effect: one group %.3f, grouped %.3f\n", shift[0], shift[1]);
+}
+
+TEST(xgb_rejects_bad_data)
+{
+	float x[8] = { 0 }, y[2] = { 0 }, out[2];
+	unsigned g[2] = { 1, 2 };
+	xgb_params prm;
+	xgb_params_default(&prm, NULL);
+	prm.nthread = 1;
+	xgb_model *m = NULL;
+	xgb_data bad_groups = { 2, 4, x, y, 2, g, NULL };
+	CHECK_EQ_INT(xgb_train(&prm, &bad_groups, NULL, &m), TK_EINVAL);
+	CHECK(m == NULL);
+	xgb_data empty = { 0, 4, x, y, 0, NULL, NULL };
+	CHECK_EQ_INT(xgb_train(&prm, &empty, NULL, &m), TK_EINVAL);
+	xgb_data ok = { 2, 4, x, y, 0, NULL, NULL }, other_d = { 4, 2, x, y, 0, NULL, NULL };
+	CHECK_EQ_INT(xgb_train(&prm, &ok, &other_d, &m), TK_EINVAL);
+	prm.objective = "no:such";
+	CHECK(xgb_train(&prm, &ok, NULL, &m) != TK_OK);
+	CHECK(strstr(tk_errmsg(), "xgboost") != NULL);
+	xgb_params_default(&prm, NULL);
+	prm.nthread = 1;
+	prm.rounds = 2;
+	CHECK_EQ_INT(xgb_train(&prm, &ok, NULL, &m), TK_OK);
+	if (m) {
+		CHECK_EQ_INT(xgb_predict(m, x, 2, 4, out), TK_OK);
+		CHECK_EQ_INT(xgb_predict(m, x, 2, 3, out), TK_EINVAL);
+	}
+	xgb_free(m);
+}
+
+/* ---- metrics -------------------------------------------------------- */
+
+/* Two tasks, rows interleaved:
+ *
+ *   row task   y     lat   p      p - y
+ *   0   A=7   1.00   1.0   0.9   -0.1
+ *   1   B=3   1.00   3.0   0.1   -0.9
+ *   2   A     0.50   2.0   0.2   -0.3
+ *   3   A     0.25   4.0   0.5    0.25
+ *   4   B     0.50   6.0   0.4   -0.1
+ *   5   A     0     -1     1.0    1.0   (invalid)
+ *
+ * MSE  = (0.01 + 0.81 + 0.09 + 0.0625 + 0.01 + 1) / 6 = 1.9825 / 6
+ *      = 0.330416667; RMSE = sqrt of that = 0.574818
+ * MSE(D): A has 4 rows, ceil(4/4) = 1: D_A = {0}; B: ceil(2/4) = 1:
+ *      D_B = {1}; (0.01 + 0.81) / 2 = 0.41
+ * top-1: A's highest p is row 5, invalid: 0; B's is row 4: 3/6 = 0.5;
+ *      mean 0.25; with weights 3 (row 0, A) and 1 (row 1, B):
+ *      (3*0 + 1*0.5) / 4 = 0.125
+ * top-5: A: all 4 rows, best valid 1.0: 1; B: 3/3 = 1; so 1
+ * Spearman: A's ranks by p (high = 1): rows 0,2,3,5 -> 2,4,3,1; by y:
+ *      1,2,3,4; d = 1,2,0,-3, sum d^2 = 14, 1 - 6*14/(4*15) = -0.4;
+ *      B has 2 rows: left out; so -0.4
+ */
+TEST(metrics_hand_computed)
+{
+	int64_t task[] = { 7, 3, 7, 7, 3, 7 };
+	float y[] = { 1, 1, 0.5f, 0.25f, 0.5f, 0 };
+	double lat[] = { 1, 3, 2, 4, 6, -1 };
+	float p[] = { 0.9f, 0.1f, 0.2f, 0.5f, 0.4f, 1.0f };
+	double w[] = { 3, 1, 100, 100, 100, 100 }; /* only rows 0 and 1 count */
+	cm_metrics m;
+	CHECK_EQ_INT(cm_metrics_compute(6, task, y, lat, p, NULL, &m), TK_OK);
+	CHECK_EQ_INT(m.n, 6);
+	CHECK_EQ_INT(m.ntask, 2);
+	CHECK_NEAR(m.mse, 1.9825 / 6, 1e-6);
+	CHECK_NEAR(m.rmse, sqrt(1.9825 / 6), 1e-6);
+	CHECK_NEAR(m.mse_d, 0.41, 1e-6);
+	CHECK_NEAR(m.top1, 0.25, 1e-12);
+	CHECK_NEAR(m.top5, 1.0, 1e-12);
+	CHECK_NEAR(m.spearman, -0.4, 1e-12);
+	CHECK_EQ_INT(cm_metrics_compute(6, task, y, lat, p, w, &m), TK_OK);
+	CHECK_NEAR(m.top1, 0.125, 1e-12);
+	CHECK_NEAR(m.top5, 1.0, 1e-12);
+}
+
+/* Ties share their mean rank: p = 0.3, 0.3, 0.2, 0.1 ranks 1.5, 1.5, 3, 4
+ * (deviations -1, -1, 0.5, 1.5) against y = 1, 0.5, 0.2, 0.4 ranked
+ * 1, 2, 4, 3 (deviations -1.5, -0.5, 1.5, 0.5): rho = 3.5 / sqrt(4.5 * 5)
+ * = 0.737864787 (ties ranked 1, 1 would give 0.7746, by row order 0.8).
+ * top-1 with tied p takes the first row: lat 1.0, the best: score 1. */
+TEST(metrics_ties_and_edges)
+{
+	int64_t task[] = { 1, 1, 1, 1 };
+	float y[] = { 1.0f, 0.5f, 0.2f, 0.4f };
+	double lat[] = { 1, 2, 5, 2.5 };
+	float p[] = { 0.3f, 0.3f, 0.2f, 0.1f };
+	cm_metrics m;
+	CHECK_EQ_INT(cm_metrics_compute(4, task, y, lat, p, NULL, &m), TK_OK);
+	CHECK_NEAR(m.spearman, 3.5 / sqrt(22.5), 1e-12);
+	CHECK_NEAR(m.top1, 1.0, 1e-12);
+
+	/* constant predictions: rank correlation 0; the first row is row 0 */
+	float pc[] = { 0.5f, 0.5f, 0.5f };
+	float y2[] = { 0.2f, 1.0f, 0.5f };
+	double lat2[] = { 5, 1, 2 };
+	CHECK_EQ_INT(cm_metrics_compute(3, task, y2, lat2, pc, NULL, &m), TK_OK);
+	CHECK_NEAR(m.spearman, 0, 1e-12);
+	CHECK_NEAR(m.top1, 0.2, 1e-12);
+
+	/* a task with no valid row is left out of top-k and Spearman (no
+	 * spread in y) and of MSE(D) (no y > 0); alone, those are NaN */
+	float y0[] = { 0, 0, 0 };
+	double lat0[] = { -1, -1, -1 };
+	CHECK_EQ_INT(cm_metrics_compute(3, task, y0, lat0, p, NULL, &m), TK_OK);
+	CHECK(isnan(m.top1) && isnan(m.top5) && isnan(m.spearman) && isnan(m.mse_d));
+	CHECK_NEAR(m.mse, (0.09 + 0.09 + 0.04) / 3, 1e-6);
+
+	CHECK_EQ_INT(cm_metrics_compute(0, NULL, NULL, NULL, NULL, NULL, &m), TK_OK);
+	CHECK_EQ_INT(m.n, 0);
+	CHECK_EQ_INT(m.ntask, 0);
+	CHECK(isnan(m.rmse) && isnan(m.top1));
+
+	/* MSE(D) with ties at the cut: 8 rows, ceil(8/4) = 2, the 2nd largest
+	 * y is 0.5 and three rows have it: D = {1.0, 0.5, 0.5, 0.5}, errors
+	 * 0.1 each: MSE(D) = 0.01 */
+	int64_t t8[8] = { 0 };
+	float y8[] = { 1, 0.5f, 0.5f, 0.5f, 0.2f, 0.1f, 0, 0 };
+	double l8[] = { 1, 2, 2, 2, 5, 10, -1, -1 };
+	float p8[] = { 1.1f, 0.6f, 0.4f, 0.6f, 0.2f, 0.1f, 0, 0 };
+	CHECK_EQ_INT(cm_metrics_compute(8, t8, y8, l8, p8, NULL, &m), TK_OK);
+	CHECK_NEAR(m.mse_d, 0.01, 1e-6);
+}
+
+/* ---- model files ---------------------------------------------------- */
+
+TEST(modelfile_round_trip)
+{
+	mf_meta m, r;
+	memset(&m, 0, sizeof m);
+	CHECK_EQ_INT(mf_set(&m, "kind", "xgb"), TK_OK);
+	CHECK_EQ_INT(mf_set(&m, "hardware", "Intel(R) Xeon(R) CPU|avx512|gcc 12|threads=1"), TK_OK);
+	CHECK_EQ_INT(mf_set(&m, "n_train", "12"), TK_OK);
+	CHECK_EQ_INT(mf_set(&m, "holdout_top1", "nan"), TK_OK);
+	CHECK_EQ_INT(mf_set(&m, "empty", ""), TK_OK);
+	CHECK_EQ_INT(mf_set(&m, "n_train", "1234"), TK_OK); /* replaces */
+	CHECK_EQ_INT(m.n, 5);
+	CHECK_EQ_STR(mf_get(&m, "n_train"), "1234");
+	CHECK(mf_get(&m, "nope") == NULL);
+	CHECK_EQ_INT(mf_set(&m, "payload", "3"), TK_EINVAL);
+	CHECK_EQ_INT(mf_set(&m, "bad key", "x"), TK_EINVAL);
+	CHECK_EQ_INT(mf_set(&m, "", "x"), TK_EINVAL);
+	CHECK_EQ_INT(mf_set(&m, "k", "two\nlines"), TK_EINVAL);
+	char longv[700];
+	memset(longv, 'v', sizeof longv - 1);
+	longv[sizeof longv - 1] = 0;
+	CHECK_EQ_INT(mf_set(&m, "k", longv), TK_EINVAL);
+	CHECK_EQ_INT(mf_set(&m, "n_holdout", "many"), TK_EINVAL); /* numeric keys checked */
+	CHECK_EQ_INT(mf_set(&m, "train_rmse", "0.5x"), TK_EINVAL);
+
+	const char payload[] = "\0binary\nend\npayload 9\n\xff";
+	const char *path = tpath("a.model");
+	int before = dir_entries();
+	CHECK_EQ_INT(mf_write(path, &m, payload, sizeof payload), TK_OK);
+	CHECK_EQ_INT(dir_entries(), before + 1); /* no temp file left behind */
+	void *got = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(mf_read(path, &r, &got, &len), TK_OK);
+	CHECK_EQ_INT(len, sizeof payload);
+	CHECK(got && memcmp(got, payload, sizeof payload) == 0);
+	CHECK_EQ_INT(r.n, m.n);
+	for (int i = 0; i < m.n; i++)
+		CHECK_EQ_STR(mf_get(&r, m.key[i]), m.val[i]);
+	free(got);
+
+	/* the file starts with the magic and the keys in order */
+	FILE *f = fopen(path, "rb");
+	char head[64] = "";
+	CHECK(f && fgets(head, sizeof head, f));
+	CHECK_EQ_STR(head, "tunekit-model 1\n");
+	CHECK(f && fgets(head, sizeof head, f));
+	CHECK_EQ_STR(head, "kind xgb\n");
+	if (f)
+		fclose(f);
+
+	/* rewriting replaces the file atomically */
+	CHECK_EQ_INT(mf_set(&m, "kind", "other"), TK_OK);
+	CHECK_EQ_INT(mf_write(path, &m, "", 0), TK_OK);
+	CHECK_EQ_INT(mf_read(path, &r, &got, &len), TK_OK);
+	CHECK_EQ_STR(mf_get(&r, "kind"), "other");
+	CHECK_EQ_INT(len, 0);
+	free(got);
+	CHECK_EQ_INT(dir_entries(), before + 1);
+
+	/* the encoder writes what mf_write writes; the decoder reads it */
+	void *buf = NULL;
+	size_t n = 0;
+	CHECK_EQ_INT(mf_encode(&m, "xyz", 3, &buf, &n), TK_OK);
+	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_OK);
+	CHECK(len == 3 && got && !memcmp(got, "xyz", 3));
+	free(got);
+	free(buf);
+
+	/* full */
+	memset(&m, 0, sizeof m);
+	char key[16];
+	for (int i = 0; i < MF_MAXKEY; i++) {
+		snprintf(key, sizeof key, "k%d", i);
+		CHECK_EQ_INT(mf_set(&m, key, "v"), TK_OK);
+	}
+	CHECK_EQ_INT(mf_set(&m, "one_more", "v"), TK_EINVAL);
+	CHECK_EQ_INT(mf_set(&m, "k0", "replaced"), TK_OK);
+
+	CHECK_EQ_INT(mf_read(tpath("missing.model"), &r, &got, &len), TK_EIO);
+	CHECK(got == NULL);
+}
+
+/* Each malformed file must give TK_ECORRUPT (and no payload). */
+TEST(modelfile_corruption)
+{
+	static const struct {
+		const char *what, *text;
+		size_t len; /* 0: strlen */
+	} cases[] = {
+		{ "empty file", "", 0 },
+		{ "no magic", "hello\nkind xgb\npayload 0\nend\n", 0 },
+		{ "other version", "tunekit-model 2\nkind xgb\npayload 0\nend\n", 0 },
+		{ "magic without newline", "tunekit-model 1", 0 },
+		{ "no end", "tunekit-model 1\nkind xgb\npayload 3\n", 0 },
+		{ "end without newline", "tunekit-model 1\nkind xgb\npayload 0\nend", 0 },
+		{ "truncated payload", "tunekit-model 1\nkind xgb\npayload 10\nend\n12345", 0 },
+		{ "trailing bytes", "tunekit-model 1\nkind xgb\npayload 2\nend\n12345", 0 },
+		{ "bad payload length", "tunekit-model 1\nkind xgb\npayload 1x\nend\n1", 0 },
+		{ "negative payload length", "tunekit-model 1\nkind xgb\npayload -1\nend\n", 0 },
+		{ "empty payload length", "tunekit-model 1\nkind xgb\npayload \nend\n", 0 },
+		{ "no payload key", "tunekit-model 1\nkind xgb\nend\n", 0 },
+		{ "no kind key", "tunekit-model 1\nfeature knob\npayload 0\nend\n", 0 },
+		{ "duplicate key", "tunekit-model 1\nkind xgb\nkind xgb\npayload 0\nend\n", 0 },
+		{ "duplicate payload", "tunekit-model 1\nkind xgb\npayload 0\npayload 0\nend\n", 0 },
+		{ "line without a value", "tunekit-model 1\nkind\npayload 0\nend\n", 0 },
+		{ "bad key", "tunekit-model 1\nki/nd xgb\npayload 0\nend\n", 0 },
+		{ "blank line", "tunekit-model 1\nkind xgb\n\npayload 0\nend\n", 0 },
+		{ "bad integer", "tunekit-model 1\nkind xgb\nn_train 12abc\npayload 0\nend\n", 0 },
+		{ "bad feature_length", "tunekit-model 1\nkind xgb\nfeature_length 1.5\npayload 0\nend\n", 0 },
+		{ "bad metric", "tunekit-model 1\nkind xgb\nholdout_rmse fast\npayload 0\nend\n", 0 },
+		{ "bad created", "tunekit-model 1\nkind xgb\ncreated yesterday\npayload 0\nend\n", 0 },
+		{ "NUL in a value", "tunekit-model 1\nkind x\0b\npayload 0\nend\n", 39 },
+	};
+	const char *path = tpath("bad.model");
+	for (int i = 0; i < ArraySize(cases); i++) {
+		mf_meta m;
+		void *got = (void *)1;
+		size_t len = 0, n = cases[i].len ? cases[i].len : strlen(cases[i].text);
+		write_file(path, cases[i].text, n);
+		int rc = mf_read(path, &m, &got, &len);
+		if (rc != TK_ECORRUPT)
+			fprintf(stderr, "  case '%s': rc %d (%s)\n", cases[i].what, rc, tk_errmsg());
+		CHECK_EQ_INT(rc, TK_ECORRUPT);
+		CHECK(got == NULL);
+		CHECK(strstr(tk_errmsg(), path) != NULL);
+	}
+
+	/* more than MF_MAXKEY keys */
+	tk_sb sb;
+	tk_sb_init(&sb);
+	tk_sb_puts(&sb, "tunekit-model 1\nkind xgb\n");
+	for (int i = 1; i <= MF_MAXKEY; i++)
+		tk_sb_printf(&sb, "k%d v\n", i);
+	tk_sb_puts(&sb, "payload 0\nend\n");
+	mf_meta m;
+	void *got = NULL;
+	size_t len;
+	CHECK_EQ_INT(mf_decode(sb.s, sb.n, &m, &got, &len), TK_ECORRUPT);
+	CHECK(strstr(tk_errmsg(), "more than") != NULL);
+	/* ... and exactly MF_MAXKEY is fine */
+	tk_sb_clear(&sb);
+	tk_sb_puts(&sb, "tunekit-model 1\nkind xgb\n");
+	for (int i = 1; i < MF_MAXKEY; i++)
+		tk_sb_printf(&sb, "k%d v\n", i);
+	tk_sb_puts(&sb, "payload 2\nend\nok");
+	CHECK_EQ_INT(mf_decode(sb.s, sb.n, &m, &got, &len), TK_OK);
+	CHECK_EQ_INT(m.n, MF_MAXKEY);
+	free(got);
+	tk_sb_free(&sb);
+}
+
+/* ---- the store's model queries -------------------------------------- */
+
+typedef struct rows {
+	int n;
+	int64_t meas[16], task[16], hw[16];
+	int valid[16], nx[16];
+	double median[16];
+	float x0[16];
+	char key[16][48];
+} rows;
+
+static int rows_cb(void *ctx, const store_train_row *r)
+{
+	rows *c = ctx;
+	if (c->n < 16) {
+		c->meas[c->n] = r->meas_id;
+		c->task[c->n] = r->task_id;
+		c->hw[c->n] = r->hardware_id;
+		c->valid[c->n] = r->valid;
+		c->median[c->n] = r->median;
+		c->nx[c->n] = r->n;
+		c->x0[c->n] = r->x ? r->x[0] : -1;
+		snprintf(c->key[c->n], sizeof c->key[0], "%s", r->task);
+	}
+	c->n++;
+	return 0;
+}
+
+typedef struct hws {
+	int n;
+	store_hw_count h[4];
+} hws;
+
+static int hws_cb(void *ctx, const store_hw_count *h)
+{
+	hws *c = ctx;
+	if (c->n < 4) {
+		c->h[c->n] = *h;
+		c->h[c->n].key = NULL;
+	}
+	c->n++;
+	return 0;
+}
+
+static int models_cb(void *ctx, const store_model *m)
+{
+	store_model *out = ctx;
+	*out = *m;
+	out->kind = out->meta = out->hardware = NULL;
+	return 0;
+}
+
+/* Store a feature row the way extract-features does. */
+static void put_feature(tk_store *s, int64_t config_id, const char *kind, int version,
+                        const float *v, int n)
+{
+	unsigned char *blob;
+	int len;
+	sqlite3_stmt *st;
+	CHECK_EQ_INT(store_floats_encode(v, n, &blob, &len), TK_OK);
+	CHECK(sqlite3_prepare_v2(store_db(s), "INSERT INTO feature(config_id, kind, version, n,"
+	                         " data) VALUES (?1, ?2, ?3, ?4, ?5)", -1, &st, NULL) == SQLITE_OK);
+	sqlite3_bind_int64(st, 1, config_id);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, version);
+	sqlite3_bind_int(st, 4, n);
+	sqlite3_bind_blob(st, 5, blob, len, SQLITE_STATIC);
+	CHECK(sqlite3_step(st) == SQLITE_DONE);
+	sqlite3_finalize(st);
+	free(blob);
+}
+
+static int64_t add_meas(tk_store *s, int64_t cfg, int64_t hw, int valid, double median)
+{
+	store_meas m;
+	int64_t id = 0;
+	memset(&m, 0, sizeof m);
+	m.config_id = cfg;
+	m.hardware_id = hw;
+	m.valid = valid;
+	m.error = valid ? 0 : 4;
+	m.mean = m.median = median;
+	m.number = 1;
+	CHECK_EQ_INT(store_meas_add(s, &m, &id), TK_OK);
+	return id;
+}
+
+TEST(store_training_rows_and_models)
+{
+	tk_store *s = NULL;
+	CHECK_EQ_INT(store_open(tpath("m.db"), 0, &s), TK_OK);
+	if (!s)
+		return;
+	store_hw ha = { .key = "cpu-a", .kind = "cpu" }, hb = { .key = "cpu-b", .kind = "cpu" };
+	int64_t hwa, hwb, t1, t2, c1, c2, c3, c4;
+	CHECK_EQ_INT(store_hardware_get(s, &ha, &hwa), TK_OK);
+	CHECK_EQ_INT(store_hardware_get(s, &hb, &hwb), TK_OK);
+	/* t2 is created first so that task id order differs from key order */
+	CHECK_EQ_INT(store_task_get(s, "dense:k=9,m=9,n=9", "dense", 1458, &t2), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=8,m=8,n=8", "dense", 1024, &t1), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 0, "c=1", "s\n", &c1), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 1, "c=2", "s\n", &c2), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t2, 0, "c=1", "s\n", &c3), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t2, 1, "c=2", "s\n", &c4), TK_OK);
+	float v1[3] = { 1, 2, 3 }, v2[3] = { 4, 5, 6 }, v3[2] = { 7, 8 };
+	put_feature(s, c1, "knob", 1, v1, 3);
+	put_feature(s, c2, "knob", 1, v2, 3);
+	put_feature(s, c3, "knob", 1, v3, 2);
+	put_feature(s, c4, "knob", 2, v3, 2); /* another version */
+	put_feature(s, c4, "itervar", 1, v3, 2);
+	int64_t m1 = add_meas(s, c3, hwa, 1, 2e-3);  /* t2 */
+	int64_t m2 = add_meas(s, c1, hwa, 1, 1e-3);  /* t1 */
+	int64_t m3 = add_meas(s, c2, hwa, 0, 0);     /* t1, invalid */
+	int64_t m4 = add_meas(s, c4, hwa, 1, 3e-3);  /* t2, no knob v1 feature */
+	int64_t m5 = add_meas(s, c1, hwb, 1, 5e-3);  /* other hardware */
+
+	rows r = { 0 };
+	CHECK_EQ_INT(store_train_rows(s, hwa, "knob", 1, NULL, 0, rows_cb, &r), TK_OK);
+	CHECK_EQ_INT(r.n, 3);
+	/* by task id (t2 first), then measurement id */
+	CHECK(r.meas[0] == m1 && r.meas[1] == m2 && r.meas[2] == m3);
+	CHECK(r.task[0] == t2 && r.task[1] == t1 && r.task[2] == t1);
+	CHECK_EQ_STR(r.key[0], "dense:k=9,m=9,n=9");
+	CHECK(r.valid[0] && r.valid[1] && !r.valid[2]);
+	CHECK_NEAR(r.median[1], 1e-3, 1e-15);
+	CHECK_NEAR(r.median[2], -1, 0);
+	CHECK(r.nx[0] == 2 && r.nx[1] == 3 && r.x0[0] == 7 && r.x0[1] == 1 && r.x0[2] == 4);
+
+	memset(&r, 0, sizeof r);
+	CHECK_EQ_INT(store_train_rows(s, 0, "knob", 1, NULL, 0, rows_cb, &r), TK_OK);
+	CHECK_EQ_INT(r.n, 4); /* m5 too */
+
+	/* by ids: m4 has no features (n = 0), 999 is absent, m2 given twice */
+	int64_t ids[] = { m4, 999, m2, m2, m5 };
+	memset(&r, 0, sizeof r);
+	CHECK_EQ_INT(store_train_rows(s, 0, "knob", 1, ids, 5, rows_cb, &r), TK_OK);
+	CHECK_EQ_INT(r.n, 3);
+	CHECK(r.meas[0] == m4 && r.nx[0] == 0 && r.x0[0] == -1);
+	CHECK(r.meas[1] == m2 && r.meas[2] == m5 && r.hw[2] == hwb);
+	memset(&r, 0, sizeof r);
+	CHECK_EQ_INT(store_train_rows(s, hwb, "knob", 1, ids, 5, rows_cb, &r), TK_OK);
+	CHECK(r.n == 1 && r.meas[0] == m5);
+
+	/* a damaged BLOB is reported */
+	CHECK(sqlite3_exec(store_db(s), "UPDATE feature SET n = 5 WHERE kind = 'knob' AND version = 1"
+	                   " AND n = 2", NULL, NULL, NULL) == SQLITE_OK);
+	memset(&r, 0, sizeof r);
+	CHECK_EQ_INT(store_train_rows(s, hwa, "knob", 1, NULL, 0, rows_cb, &r), TK_ECORRUPT);
+
+	hws h = { 0 };
+	CHECK_EQ_INT(store_hardware_counts(s, "knob", 1, hws_cb, &h), TK_OK);
+	CHECK_EQ_INT(h.n, 2);
+	CHECK(h.h[0].id == hwa && h.h[0].nrec == 4 && h.h[0].nvalid == 3 && h.h[0].nfeat == 3);
+	CHECK(h.h[1].id == hwb && h.h[1].nrec == 1 && h.h[1].nfeat == 1);
+	memset(&h, 0, sizeof h);
+	CHECK_EQ_INT(store_hardware_counts(s, "itervar", 1, hws_cb, &h), TK_OK);
+	CHECK(h.n == 2 && h.h[0].id == hwa && h.h[0].nfeat == 1 && h.h[1].nfeat == 0);
+
+	int64_t mid = 0;
+	CHECK_EQ_INT(store_model_add(s, "xgb", hwa, "kind=xgb\nn_train=3\n", "\0abc", 4, &mid), TK_OK);
+	CHECK(mid > 0);
+	store_model got;
+	memset(&got, 0, sizeof got);
+	CHECK_EQ_INT(store_models(s, models_cb, &got), TK_OK);
+	CHECK(got.id == mid && got.hardware_id == hwa && got.size == 4 && got.created > 1e9);
+	void *data = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(store_model_data(s, mid, &data, &len), TK_OK);
+	CHECK(len == 4 && data && !memcmp(data, "\0abc", 4));
+	free(data);
+	CHECK_EQ_INT(store_model_data(s, mid + 1, &data, &len), TK_ENOTFOUND);
+	store_close(s);
+}
+
+UNIT_MAIN(xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
+          xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
+          metrics_ties_and_edges, modelfile_round_trip, modelfile_corruption,
+          store_training_rows_and_models)
