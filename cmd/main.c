@@ -13,16 +13,20 @@
 
 #include "cmd.h"
 
+int cmd_export(int argc, char **argv, tk_ctx *ctx);
 int cmd_extract_features(int argc, char **argv, tk_ctx *ctx);
 int cmd_help(int argc, char **argv, tk_ctx *ctx);
+int cmd_import(int argc, char **argv, tk_ctx *ctx);
 int cmd_measure(int argc, char **argv, tk_ctx *ctx);
 int cmd_report(int argc, char **argv, tk_ctx *ctx);
 int cmd_train(int argc, char **argv, tk_ctx *ctx);
 
 /* Sorted by name. */
 static const tk_cmd commands[] = {
+	{ "export", cmd_export, NEEDS_STORE, "the best kernels as C files with a reference, test program and Makefile" },
 	{ "extract-features", cmd_extract_features, NEEDS_STORE | STORE_WRITE, "feature vectors of stored configurations for cost models" },
 	{ "help", cmd_help, 0, "help on commands, operators, targets and networks" },
+	{ "import", cmd_import, NEEDS_STORE | STORE_WRITE, "records of other tuners: Kernel Tuner cache files, AutoTVM logs" },
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },

@@ -1,0 +1,104 @@
+/*
+ * import: records measured by other tuners (Kernel Tuner cache files,
+ * AutoTVM logs) into the store, one summary line per file.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "import/autotvm.h"
+#include "import/kernel_tuner.h"
+#include "store/store_import.h"
+
+static const char *const usage[] = {
+	"tunekit import kernel-tuner FILE.json[.gz]... [--hardware NAME]\n"
+	"       tunekit import autotvm FILE.log...",
+	"Import records measured by other tuners into the store, each file as one run.\n"
+	"kernel-tuner: Kernel Tuner cache files (JSON, gzip-compressed or not); each becomes the\n"
+	"task kt:KERNEL:SIZES with its tune_params as search space, on the hardware kt:DEVICE,\n"
+	"with one record per cache entry (failed configurations as invalid records).\n"
+	"autotvm: AutoTVM logs (JSON lines, version 0.2); records of tunekit's own templates\n"
+	"(tunekit.OP, as 'tunekit export --autotvm' writes them) become records again; records\n"
+	"of other templates and malformed lines are kept as foreign records with the reason.\n"
+	"Records already imported are skipped, so importing a file twice adds nothing. Prints\n"
+	"one summary line per file.",
+};
+
+static struct {
+	const char *hardware;
+} o;
+
+static const opt options[] = {
+	{ OPT_STRING, "hardware", 0, &o.hardware, "NAME", "kernel-tuner: the device (default: the file's device_name)" },
+	OPT_END_
+};
+
+static int import_kt(tk_ctx *ctx, tk_store *st, const char *path)
+{
+	kt_stats ks;
+	int rc = kt_import(st, path, o.hardware, ctx->cmdline, &ks);
+	if (rc)
+		return tk_fail(ctx, rc, NULL);
+	printf("%s: task %s on %s: %lld %srecords (%lld invalid), space %llu configurations,"
+	       " %lld duplicates", path, ks.task, ks.hardware, (long long)ks.records,
+	       ks.duplicates ? "new " : "", (long long)ks.invalid,
+	       (unsigned long long)ks.space_size, (long long)ks.duplicates);
+	if (ks.foreign)
+		printf(", %lld foreign", (long long)ks.foreign);
+	putchar('\n');
+	return EXIT_OK;
+}
+
+static int print_reason(void *p, const char *reason, int64_t n)
+{
+	int *first = p;
+	printf("%s%lld %s", *first ? ": " : ", ", (long long)n, reason);
+	*first = 0;
+	return 0;
+}
+
+static int import_autotvm(tk_ctx *ctx, tk_store *st, const char *path)
+{
+	autotvm_stats as;
+	int64_t before;
+	int first = 1, rc;
+	if ((rc = store_foreign_max_id(st, &before)) ||
+	    (rc = autotvm_import(st, path, ctx->cmdline, &as)))
+		return tk_fail(ctx, rc, NULL);
+	printf("%s: %lld %srecords, %lld duplicates, %lld foreign", path, (long long)as.records,
+	       as.duplicates ? "new " : "", (long long)as.duplicates, (long long)as.foreign);
+	if (as.foreign && (rc = store_foreign_reasons(st, "autotvm", before, print_reason, &first))) {
+		putchar('\n');
+		return tk_fail(ctx, rc, NULL);
+	}
+	putchar('\n');
+	return EXIT_OK;
+}
+
+int cmd_import(int argc, char **argv, tk_ctx *ctx)
+{
+	tk_store *st;
+	int rc, kt, status = EXIT_OK;
+	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (argc < 1)
+		return tk_fail(ctx, TK_EINVAL, "expected a format: kernel-tuner or autotvm");
+	kt = !strcmp(argv[0], "kernel-tuner");
+	if (!kt && strcmp(argv[0], "autotvm"))
+		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (kernel-tuner, autotvm)", argv[0]);
+	if (argc < 2)
+		return tk_fail(ctx, TK_EINVAL, "no file to import");
+	if (!kt && o.hardware)
+		return tk_fail(ctx, TK_EINVAL, "--hardware applies to kernel-tuner files only");
+	if ((rc = tk_ctx_store(ctx, &st)))
+		return rc;
+	for (int i = 1; i < argc; i++) {
+		rc = kt ? import_kt(ctx, st, argv[i]) : import_autotvm(ctx, st, argv[i]);
+		fflush(stdout);
+		if (rc && !status)
+			status = rc;
+		if (rc == EXIT_STORE)
+			break;
+	}
+	return status;
+}
