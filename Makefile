@@ -100,6 +100,16 @@ demo: tunekit
 		--task dense:m=256,n=256,k=256 --task conv2d:c=64,h=56,w=56,k=64,pad=1 >/dev/null
 	./tunekit report --db $(DEMO_DB) --format table best
 
+# Benchmarks, not in CI: feature extraction throughput, and the trials each
+# search needs on replayed Kernel Tuner spaces (median of 10 seeds).
+$(BUILD)/bench/features: tests/bench/features.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+
+bench: tunekit $(BUILD)/bench/features
+	$(BUILD)/bench/features 1000
+	sh tests/bench/search.sh ./tunekit $(BUILD)/bench 10 2000
+
 install: tunekit
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 755 tunekit $(DESTDIR)$(BINDIR)/tunekit
@@ -113,6 +123,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test demo install uninstall clean
+.PHONY: all deps test demo bench install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

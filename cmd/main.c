@@ -20,6 +20,7 @@ int cmd_import(int argc, char **argv, tk_ctx *ctx);
 int cmd_measure(int argc, char **argv, tk_ctx *ctx);
 int cmd_report(int argc, char **argv, tk_ctx *ctx);
 int cmd_train(int argc, char **argv, tk_ctx *ctx);
+int cmd_tune(int argc, char **argv, tk_ctx *ctx);
 
 /* Sorted by name. */
 static const tk_cmd commands[] = {
@@ -31,6 +32,7 @@ static const tk_cmd commands[] = {
 	  "compile, check and time configurations on this CPU" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },
 	{ "train", cmd_train, NEEDS_STORE | STORE_WRITE, "train a cost model on stored records and measure it on held-out tasks" },
+	{ "tune", cmd_tune, NEEDS_STORE | STORE_WRITE, "tune tasks or a network with a learned cost model" },
 };
 
 const tk_cmd *main_find_cmd(const char *name);

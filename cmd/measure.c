@@ -222,7 +222,9 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 	int rc;
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;
-	if ((rc = rec_begin(&s, st, tg, ctx->cmdline, "measure", ctx->common.seed, NULL)))
+	store_hw hw;
+	rec_target_hw(tg, &hw);
+	if ((rc = rec_begin(&s, st, &hw, ctx->cmdline, "measure", ctx->common.seed, NULL)))
 		return tk_fail(ctx, rc, NULL);
 	ms_opts mo;
 	ms_opts_default(&mo);

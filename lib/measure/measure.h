@@ -57,6 +57,8 @@ typedef struct ms_result {
 	double compile_s;       /* 0 when the build was cached */
 	int cached;
 	run_result run;         /* times when error == MEAS_OK */
+	double at;              /* when measured, Unix seconds; 0 = now. Replayed
+	                           results carry the simulated time */
 } ms_result;
 
 /* Measure n configurations of t on target tg. out[] receives one result per

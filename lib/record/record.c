@@ -7,17 +7,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rec_begin(rec_session *s, tk_store *st, const tk_target *t, const char *argv,
+void rec_target_hw(const tk_target *t, store_hw *hw)
+{
+	store_hw h = {
+		.key = t->key, .kind = "cpu", .cpu = t->cpu, .isa = t->isa,
+		.cc = t->cc_version, .spec = t->spec, .threads = t->threads,
+	};
+	*hw = h;
+}
+
+typedef struct resume_ctx {
+	int64_t hw_id;
+	int n;
+} resume_ctx;
+
+static int count_rec(void *p, const store_rec *r)
+{
+	resume_ctx *c = p;
+	c->hw_id = r->hardware_id;
+	if (r->trial + 1 > c->n)
+		c->n = r->trial + 1;
+	return 0;
+}
+
+int rec_resume(rec_session *s, tk_store *st, int64_t run_id)
+{
+	resume_ctx c = { 0, 0 };
+	int rc;
+	memset(s, 0, sizeof *s);
+	s->store = st;
+	s->run_id = run_id;
+	if ((rc = store_run_records(st, run_id, count_rec, &c)))
+		return rc;
+	s->hw_id = c.hw_id;
+	s->trial = c.n;
+	return TK_OK;
+}
+
+int rec_begin(rec_session *s, tk_store *st, const store_hw *hw, const char *argv,
               const char *method, int64_t seed, const char *replay)
 {
 	int rc;
 	memset(s, 0, sizeof *s);
 	s->store = st;
-	store_hw hw = {
-		.key = t->key, .kind = replay ? "replay" : "cpu", .cpu = t->cpu, .isa = t->isa,
-		.cc = t->cc_version, .spec = t->spec, .threads = t->threads,
-	};
-	if ((rc = store_hardware_get(st, &hw, &s->hw_id)))
+	if ((rc = store_hardware_get(st, hw, &s->hw_id)))
 		return rc;
 	store_run r = { .argv = argv, .method = method, .replay = replay, .seed = seed,
 	                .hardware_id = s->hw_id };
@@ -43,6 +76,7 @@ int rec_batch(rec_session *s, int64_t task_id, const ms_result *r, int n, int64_
 			.config_id = cid, .hardware_id = s->hw_id, .run_id = s->run_id,
 			.trial = s->trial + i, .valid = r[i].error == MEAS_OK, .error = r[i].error,
 			.message = r[i].error ? r[i].msg : NULL, .compile_s = r[i].compile_s,
+			.at = r[i].at,
 		};
 		if (m.valid) {
 			m.mean = rr->mean;

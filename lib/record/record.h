@@ -21,10 +21,14 @@ typedef struct rec_session {
 	int trial;         /* trial number of the next record */
 } rec_session;
 
-/* Register hardware t and begin a run. replay is the dataset path of a
+/* The hardware row of a CPU target (strings point into t). */
+void rec_target_hw(const tk_target *t, store_hw *hw);
+/* Register hardware hw and begin a run. replay is the dataset path of a
  * replayed run, or NULL. */
-int rec_begin(rec_session *s, tk_store *st, const tk_target *t, const char *argv,
+int rec_begin(rec_session *s, tk_store *st, const store_hw *hw, const char *argv,
               const char *method, int64_t seed, const char *replay);
+/* Continue run run_id (reopened): trial numbers go on after its records. */
+int rec_resume(rec_session *s, tk_store *st, int64_t run_id);
 /* The store id of task p (created if new). */
 int rec_task(rec_session *s, const te_prog *p, int64_t *task_id);
 /* Store n results of task_id in one transaction; ids (may be NULL) receive

@@ -927,6 +927,21 @@ int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx)
 	return rc;
 }
 
+int store_hw_records(tk_store *s, const char *hw_key, store_rec_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	int64_t nRow;
+	int rc;
+
+	assert(s && hw_key && cb);
+	rc = store_prepare(s, "SELECT " REC_COLUMNS REC_FROM
+	                     " WHERE h.key = ?1 ORDER BY t.key, m.id", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, hw_key);
+	return rec_each(s, st, cb, ctx, &nRow);
+}
+
 int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 {
 	sqlite3_stmt *st;

@@ -1,0 +1,258 @@
+/*
+ * tune: the learned tuning loop on a task or a whole network, measured on
+ * this CPU or replayed from a dataset; every trial is recorded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "store/store_tuning.h"
+#include "task/network.h"
+#include "tune/tune.h"
+
+static const char *const usage[] = {
+	"tunekit tune (--task TASK... | --network NAME) --trials N [--model xgb|none]\n"
+	"             [--search sa|random|grid] [--feature itervar|knob|curve] [OPTIONS]\n"
+	"       tunekit tune --resume [--run ID]",
+	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by\n"
+	"simulated annealing on a cost model fit to the measurements so far (the last\n"
+	"epsilon share of each plan random), or by random or grid search. A network's tasks\n"
+	"share one budget (round robin, then the Ansor task scheduler's gradient rule) and\n"
+	"the estimated network latency is the sum of weight x best latency. Measurements are\n"
+	"real (compiled, run and checked on this CPU) or, with --replay, looked up in\n"
+	"another store. Shows progress on a terminal; on a pipe prints the record stream.\n"
+	"Interrupted runs keep their records and continue with --resume.",
+};
+
+static struct {
+	opt_list task;
+	const char *network, *model, *search, *feature, *objective, *transfer, *replay,
+	           *replay_hw, *cache_dir;
+	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
+	        number, repeat, warmup, run;
+	double epsilon, min_repeat_ms, timeout, build_timeout;
+	int resume, flush;
+} o;
+
+static const opt options[] = {
+	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_INT, "trials", 'n', &o.trials, "N", "measurement budget (default 200)" },
+	{ OPT_STRING, "model", 0, &o.model, "MODEL", "cost model: xgb (default) or none" },
+	{ OPT_STRING, "search", 0, &o.search, "S", "sa (default), random or grid" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "features of the model: itervar (default), knob, curve" },
+	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (default, pairwise) or reg (squared error)" },
+	{ OPT_INT, "plan-size", 0, &o.plan, "N", "trials planned per model fit (default 64)" },
+	{ OPT_DOUBLE, "epsilon", 0, &o.epsilon, "E", "random share of each plan (default 0.05)" },
+	{ OPT_INT, "diversity", 0, &o.diversity, "R", "diversity-aware selection from R x plan candidates" },
+	{ OPT_INT, "early-stop", 0, &o.early_stop, "N", "stop a task after N trials without improvement" },
+	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations built and stored together (default 16)" },
+	{ OPT_INT, "round", 0, &o.round, "N", "trials per scheduling round of a network (default 64)" },
+	{ OPT_INT, "sa-chains", 0, &o.sa_chains, "N", "simulated annealing chains (default 128)" },
+	{ OPT_INT, "sa-iters", 0, &o.sa_iters, "N", "simulated annealing steps (default 500)" },
+	{ OPT_INT, "xgb-rounds", 0, &o.xgb_rounds, "N", "fixed boosting rounds (default: early stopping)" },
+	{ OPT_STRING, "transfer-from", 0, &o.transfer, "DB", "history store for a transfer-learning base model" },
+	{ OPT_STRING, "replay", 0, &o.replay, "DB", "answer measurements from the records of this store" },
+	{ OPT_STRING, "replay-hardware", 0, &o.replay_hw, "HW", "hardware key or id in the replay store" },
+	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
+	{ OPT_INT, "run", 0, &o.run, "ID", "with --resume: the run to continue" },
+	{ OPT_INT, "number", 0, &o.number, "N", "calls per repeat (default 0: from --min-repeat-ms)" },
+	{ OPT_INT, "repeat", 0, &o.repeat, "N", "timed repeats per kernel (default 5)" },
+	{ OPT_DOUBLE, "min-repeat-ms", 0, &o.min_repeat_ms, "MS", "minimum length of a repeat (default 10)" },
+	{ OPT_INT, "warmup", 0, &o.warmup, "N", "untimed calls before timing (default 1)" },
+	{ OPT_FLAG, "flush-cache", 0, &o.flush, NULL, "flush the CPU caches between repeats" },
+	{ OPT_DOUBLE, "timeout", 0, &o.timeout, "S", "limit of one kernel run in seconds (default 10)" },
+	{ OPT_DOUBLE, "build-timeout", 0, &o.build_timeout, "S", "limit of one compilation (default 30)" },
+	{ OPT_STRING, "cache-dir", 0, &o.cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" },
+	OPT_END_
+};
+
+typedef struct tune_ui {
+	tk_ctx *ctx;
+	int header;
+} tune_ui;
+
+static void on_progress(void *p, const tn_status *s)
+{
+	tune_ui *u = p;
+	char extra[200], eta[32], net[40] = "";
+	if (s->net_latency > 0)
+		snprintf(net, sizeof net, " net %s", fmt_seconds(eta, s->net_latency));
+	snprintf(extra, sizeof extra, "%.30s %.2f GFLOPS, %.0f%% invalid%s, ETA %.0fs", s->task,
+	         s->best_gflops, 100 * s->invalid, net, s->eta);
+	progress_draw(u->ctx, "tune", (double)s->done, (double)s->total, extra);
+}
+
+static int on_records(void *p, const char *task, double flops, int64_t hw, int64_t run, int trial0,
+                      const ms_result *r, const int64_t *ids, int n)
+{
+	tune_ui *u = p;
+	if (u->ctx->out_tty)
+		return 0;
+	if (!u->header) {
+		printf("id\trun\ttrial\ttask\tconfig\thw\tvalid\terror\tlatency_s\tgflops\n");
+		u->header = 1;
+	}
+	for (int i = 0; i < n; i++) {
+		char lat[32] = "", gf[32] = "";
+		if (r[i].error == MEAS_OK) {
+			snprintf(lat, sizeof lat, "%.9g", r[i].run.median);
+			if (flops > 0)
+				snprintf(gf, sizeof gf, "%.3f", flops / r[i].run.median * 1e-9);
+		}
+		printf("%lld\t%lld\t%d\t%s\t%s\t%lld\t%d\t%s\t%s\t%s\n", (long long)ids[i], (long long)run,
+		       trial0 + i, task, r[i].config, (long long)hw, r[i].error == MEAS_OK,
+		       meas_error_name(r[i].error), lat, gf);
+	}
+	return fflush(stdout) ? tk_seterr(TK_EIO, "cannot write the record stream") : TK_OK;
+}
+
+static void set_str(char *dst, size_t n, const char *v)
+{
+	if (v)
+		snprintf(dst, n, "%s", v);
+}
+
+/* Options given on the command line override the defaults (or the resumed
+ * run's parameters for the measurement options). */
+static int apply(tk_ctx *ctx, tn_opts *t)
+{
+	if (o.trials) t->trials = o.trials;
+	set_str(t->model, sizeof t->model, o.model);
+	set_str(t->search, sizeof t->search, o.search);
+	set_str(t->feature, sizeof t->feature, o.feature);
+	set_str(t->objective, sizeof t->objective, o.objective);
+	if (o.plan) t->plan_size = (int)o.plan;
+	if (o.epsilon >= 0) t->epsilon = o.epsilon;
+	if (o.diversity) t->diversity = (int)o.diversity;
+	if (o.early_stop) t->early_stop = o.early_stop;
+	if (o.batch) t->batch = (int)o.batch;
+	if (o.round) t->round = (int)o.round;
+	if (o.sa_chains) t->sa.chains = (int)o.sa_chains;
+	if (o.sa_iters) t->sa.iters = (int)o.sa_iters;
+	if (o.xgb_rounds) t->xgb_rounds = (int)o.xgb_rounds;
+	set_str(t->transfer_from, sizeof t->transfer_from, o.transfer);
+	set_str(t->replay, sizeof t->replay, o.replay);
+	set_str(t->replay_hw, sizeof t->replay_hw, o.replay_hw);
+	set_str(t->network, sizeof t->network, o.network);
+	t->seed = (uint64_t)ctx->common.seed;
+	t->ms.jobs = (int)ctx->common.jobs;
+	t->ms.cache_dir = o.cache_dir;
+	if (o.number >= 0) t->ms.run.number = (int)o.number;
+	if (o.repeat) t->ms.run.repeat = (int)o.repeat;
+	if (o.warmup >= 0) t->ms.run.warmup = (int)o.warmup;
+	if (o.min_repeat_ms >= 0) t->ms.run.min_repeat_ms = o.min_repeat_ms;
+	if (o.timeout > 0) t->ms.run.timeout_s = o.timeout;
+	if (o.build_timeout > 0) t->ms.build_timeout = o.build_timeout;
+	if (o.flush) t->ms.run.flush_cache = 1;
+	if (t->ms.run.repeat < 1 || t->ms.run.repeat > RUN_MAXREPEAT || t->ms.run.number < 0 ||
+	    t->ms.run.warmup < 0)
+		return tk_fail(ctx, TK_EINVAL, "measurement option out of range");
+	return 0;
+}
+
+static void summary(tk_ctx *ctx, const tn_result *r)
+{
+	char lat[32];
+	if (ctx->common.quiet)
+		return;
+	fprintf(stderr, "run %lld: %lld trials (%lld invalid) in %.1f s", (long long)r->run_id,
+	        (long long)r->trials, (long long)r->invalid, r->seconds);
+	if (r->history > 0)
+		fprintf(stderr, ", base model from %lld history records", (long long)r->history);
+	if (r->net_latency > 0)
+		fprintf(stderr, ", estimated latency %s", fmt_seconds(lat, r->net_latency));
+	fprintf(stderr, "; see 'tunekit report best' and 'tunekit report curve --run %lld'\n",
+	        (long long)r->run_id);
+}
+
+int cmd_tune(int argc, char **argv, tk_ctx *ctx)
+{
+	tk_store *st;
+	tk_target tg;
+	tn_opts t;
+	int rc, ntask = 0;
+	char **task = NULL;
+	double *weight = NULL;
+	int64_t resume = 0;
+	o.epsilon = o.min_repeat_ms = -1;
+	o.number = o.warmup = -1;
+	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (argc > 0)
+		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
+	if (o.trials < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
+	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0)
+		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
+	if ((rc = tk_ctx_store(ctx, &st)))
+		return rc;
+	tn_opts_default(&t);
+	t.ms.build_timeout = 30;
+
+	if (o.resume) {
+		if (o.task.n || o.network)
+			return tk_fail(ctx, TK_EINVAL, "--resume continues a run: no --task or --network");
+		if (o.run)
+			resume = o.run;
+		else if ((rc = store_run_unfinished(st, "tune/", &resume)))
+			return tk_fail(ctx, rc, NULL);
+		char *params = NULL;
+		if ((rc = store_run_params(st, resume, &params)))
+			return tk_fail(ctx, rc, NULL);
+		if (!params)
+			return tk_fail(ctx, TK_EINVAL, "run %lld has no parameters to resume from",
+			               (long long)resume);
+		rc = tn_opts_parse(params, &t, &ntask, &task, &weight);
+		free(params);
+		if (rc)
+			return tk_fail(ctx, rc, NULL);
+		/* the run's own search options stay; measurement options may change */
+		o.model = o.search = o.feature = o.objective = o.replay = o.replay_hw = NULL;
+		o.transfer = o.network = NULL;
+		ctx->common.seed = (int64_t)t.seed;
+	} else {
+		tk_network *net = NULL;
+		if (o.network && (rc = net_load(o.network, &net)))
+			return tk_fail(ctx, rc, NULL);
+		ntask = o.task.n + (net ? net->n : 0);
+		if (ntask == 0)
+			return tk_fail(ctx, TK_EINVAL, "nothing to tune: give --task or --network");
+		task = calloc((size_t)ntask, sizeof *task);
+		weight = calloc((size_t)ntask, sizeof *weight);
+		if (!task || !weight) {
+			net_free(net);
+			return tk_fail(ctx, TK_ENOMEM, "out of memory");
+		}
+		for (int i = 0; i < ntask; i++) {
+			task[i] = strdup(i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task);
+			weight[i] = i < o.task.n ? 1 : net->task[i - o.task.n].weight;
+		}
+		net_free(net);
+	}
+	int status = apply(ctx, &t);
+	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
+		status = tk_fail(ctx, rc, NULL);
+	if (!status) {
+		tune_ui ui = { ctx, 0 };
+		tn_hooks h = { &ui, on_progress, on_records, &tk_interrupted };
+		tn_result res;
+		rc = tn_tune(st, t.replay[0] ? NULL : &tg, ntask, task, weight, &t, ctx->cmdline, resume,
+		             &h, &res);
+		progress_end(ctx);
+		if (rc == TK_EINTR) {
+			status = tk_fail(ctx, rc, "interrupted: %lld trials of run %lld are stored; continue "
+			                 "with 'tunekit tune --resume'", (long long)res.trials,
+			                 (long long)res.run_id);
+		} else if (rc) {
+			status = tk_fail(ctx, rc, NULL);
+		} else {
+			summary(ctx, &res);
+		}
+	}
+	for (int i = 0; i < ntask; i++)
+		free(task[i]);
+	free(task);
+	free(weight);
+	free(o.task.v);
+	return status;
+}

@@ -1,0 +1,181 @@
+/*
+ * tuning: store queries of the tuning loop (see store_tuning.h).
+ */
+#include "store_tuning.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+#include "util/util.h"
+
+int store_run_set_params(tk_store *s, int64_t run_id, const char *params)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s, "UPDATE run SET params = ?2 WHERE id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	store_bind_text(st, 2, params);
+	rc = store_step_done(s, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_run_params(tk_store *s, int64_t run_id, char **params)
+{
+	sqlite3_stmt *st;
+	*params = NULL;
+	int rc = store_prepare(s, "SELECT params FROM run WHERE id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(st, 0);
+		rc = TK_OK;
+		if (p && !(*params = strdup(p)))
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+	} else if (rc == SQLITE_DONE) {
+		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)run_id);
+	} else {
+		rc = store_err(s, rc);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_run_unfinished(tk_store *s, const char *prefix, int64_t *run_id)
+{
+	sqlite3_stmt *st;
+	int found;
+	int rc = store_prepare(s, "SELECT id FROM run WHERE ended IS NULL AND substr(method, 1, length(?1)) = ?1"
+	                          " ORDER BY id DESC LIMIT 1", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, prefix);
+	rc = store_step_id(s, st, run_id, &found);
+	sqlite3_finalize(st);
+	if (!rc && !found)
+		rc = tk_seterr(TK_ENOTFOUND, "no unfinished %s run to resume", prefix);
+	return rc;
+}
+
+int store_run_reopen(tk_store *s, int64_t run_id)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s, "UPDATE run SET ended = NULL WHERE id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = store_step_done(s, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_run_log(tk_store *s, int64_t run_id, int round, const char *key, double value)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s, "INSERT OR REPLACE INTO run_log(run_id, round, key, value)"
+	                          " VALUES (?1, ?2, ?3, ?4)", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int(st, 2, round);
+	store_bind_text(st, 3, key);
+	sqlite3_bind_double(st, 4, value);
+	rc = store_step_done(s, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s,
+		"SELECT m.hardware_id, h.key, COUNT(*) AS n FROM measurement m"
+		" JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id"
+		" JOIN hardware h ON h.id = m.hardware_id WHERE t.key = ?1"
+		" GROUP BY m.hardware_id ORDER BY n DESC, m.hardware_id", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, task_key);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int stop = cb(ctx, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+		              sqlite3_column_int64(st, 2));
+		if (stop) {
+			sqlite3_finalize(st);
+			return stop;
+		}
+	}
+	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t hw_id,
+                 store_rec_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	int found;
+	int64_t id;
+	int rc = store_prepare(s,
+		"SELECT m.id FROM measurement m JOIN config c ON c.id = m.config_id"
+		" JOIN task t ON t.id = c.task_id"
+		" WHERE t.key = ?1 AND c.text = ?2 AND m.hardware_id = ?3 ORDER BY m.id LIMIT 1", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, task_key);
+	store_bind_text(st, 2, config);
+	sqlite3_bind_int64(st, 3, hw_id);
+	rc = store_step_id(s, st, &id, &found);
+	sqlite3_finalize(st);
+	if (rc)
+		return rc;
+	if (!found)
+		return TK_ENOTFOUND;
+	return store_meas_get(s, id, cb, ctx);
+}
+
+int store_task_space_json(tk_store *s, const char *task_key, char **json)
+{
+	sqlite3_stmt *st;
+	*json = NULL;
+	int rc = store_prepare(s, "SELECT space FROM task WHERE key = ?1", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, task_key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(st, 0);
+		rc = TK_OK;
+		if (p && !(*json = strdup(p)))
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+	} else if (rc == SQLITE_DONE) {
+		rc = tk_seterr(TK_ENOTFOUND, "no task %s", task_key);
+	} else {
+		rc = store_err(s, rc);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_task_flops(tk_store *s, const char *task_key, double *flops)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s, "SELECT flops FROM task WHERE key = ?1", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, task_key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*flops = sqlite3_column_double(st, 0);
+		rc = TK_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = tk_seterr(TK_ENOTFOUND, "no task %s", task_key);
+	} else {
+		rc = store_err(s, rc);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -1,0 +1,534 @@
+/*
+ * run: a tuning job from start to end (tn_tune): set up the tasks and the
+ * measurer, begin (or resume) a run in the store, share the budget between
+ * tasks (round robin, then the Ansor task scheduler's gradient rule), and
+ * for each batch: ask the task's tuner, measure, store, learn, report.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/record.h"
+#include "store/store_tuning.h"
+#include "tune_int.h"
+
+/* ---- options ------------------------------------------------------------- */
+
+void tn_opts_default(tn_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->trials = 200;
+	snprintf(o->model, sizeof o->model, "xgb");
+	snprintf(o->search, sizeof o->search, "sa");
+	snprintf(o->feature, sizeof o->feature, "itervar");
+	snprintf(o->objective, sizeof o->objective, "rank");
+	o->plan_size = 64;
+	o->epsilon = 0.05;
+	o->batch = 16;
+	o->round = 64;
+	o->seed = 1;
+	sr_sa_opts_default(&o->sa);
+	ms_opts_default(&o->ms);
+}
+
+char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const double *weight)
+{
+	tk_sb sb;
+	tk_sb_init(&sb);
+	tk_sb_printf(&sb, "trials=%lld\nmodel=%s\nsearch=%s\nfeature=%s\nobjective=%s\n",
+	             (long long)o->trials, o->model, o->search, o->feature, o->objective);
+	tk_sb_printf(&sb, "plan_size=%d\nepsilon=%.17g\ndiversity=%d\nearly_stop=%lld\n",
+	             o->plan_size, o->epsilon, o->diversity, (long long)o->early_stop);
+	tk_sb_printf(&sb, "batch=%d\nround=%d\nseed=%llu\nxgb_rounds=%d\n", o->batch, o->round,
+	             (unsigned long long)o->seed, o->xgb_rounds);
+	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\n", o->sa.chains, o->sa.iters,
+	             o->sa.early_stop);
+	tk_sb_printf(&sb, "transfer_from=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n", o->transfer_from,
+	             o->replay, o->replay_hw, o->network);
+	tk_sb_printf(&sb, "jobs=%d\nbuild_timeout=%.17g\nnumber=%d\nrepeat=%d\nmin_repeat_ms=%.17g\n"
+	             "warmup=%d\nflush_cache=%d\ntimeout=%.17g\n", o->ms.jobs, o->ms.build_timeout,
+	             o->ms.run.number, o->ms.run.repeat, o->ms.run.min_repeat_ms, o->ms.run.warmup,
+	             o->ms.run.flush_cache, o->ms.run.timeout_s);
+	for (int i = 0; i < ntask; i++)
+		tk_sb_printf(&sb, "task=%.17g %s\n", weight ? weight[i] : 1.0, task[i]);
+	return tk_sb_take(&sb);
+}
+
+static int set_str(char *dst, size_t n, const char *v)
+{
+	if (strlen(v) >= n)
+		return tk_seterr(TK_EINVAL, "run parameter '%s' too long", v);
+	memcpy(dst, v, strlen(v) + 1);
+	return TK_OK;
+}
+
+int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double **weight)
+{
+	char *copy = strdup(text), *save = NULL;
+	int rc = TK_OK, n = 0;
+	char **tv = NULL;
+	double *wv = NULL;
+	if (!copy)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	for (char *line = strtok_r(copy, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		const char *k = line, *v = eq + 1;
+		int64_t i = 0;
+		double d = 0;
+#define INT(name, field) else if (!strcmp(k, name)) { rc = tk_parse_i64(v, &i); field = i; }
+#define DBL(name, field) else if (!strcmp(k, name)) { rc = tk_parse_f64(v, &d); field = d; }
+#define STR(name, field) else if (!strcmp(k, name)) rc = set_str(field, sizeof field, v);
+		if (!strcmp(k, "task")) {
+			char *sp = strchr(v, ' ');
+			char **t2 = realloc(tv, sizeof *tv * (size_t)(n + 1));
+			double *w2 = realloc(wv, sizeof *wv * (size_t)(n + 1));
+			if (t2)
+				tv = t2;
+			if (w2)
+				wv = w2;
+			if (!t2 || !w2 || !sp) {
+				rc = sp ? tk_seterr(TK_ENOMEM, "out of memory")
+				        : tk_seterr(TK_EINVAL, "bad task line in run parameters");
+				break;
+			}
+			*sp = 0;
+			if ((rc = tk_parse_f64(v, &wv[n])))
+				break;
+			if (!(tv[n] = strdup(sp + 1))) {
+				rc = tk_seterr(TK_ENOMEM, "out of memory");
+				break;
+			}
+			n++;
+		}
+		INT("trials", o->trials) STR("model", o->model) STR("search", o->search)
+		STR("feature", o->feature) STR("objective", o->objective) INT("plan_size", o->plan_size)
+		DBL("epsilon", o->epsilon) INT("diversity", o->diversity) INT("early_stop", o->early_stop)
+		INT("batch", o->batch) INT("round", o->round) INT("seed", o->seed)
+		INT("xgb_rounds", o->xgb_rounds) INT("sa_chains", o->sa.chains) INT("sa_iters", o->sa.iters)
+		INT("sa_early_stop", o->sa.early_stop) STR("transfer_from", o->transfer_from)
+		STR("replay", o->replay) STR("replay_hw", o->replay_hw) STR("network", o->network)
+		INT("jobs", o->ms.jobs) DBL("build_timeout", o->ms.build_timeout)
+		INT("number", o->ms.run.number) INT("repeat", o->ms.run.repeat)
+		DBL("min_repeat_ms", o->ms.run.min_repeat_ms) INT("warmup", o->ms.run.warmup)
+		INT("flush_cache", o->ms.run.flush_cache) DBL("timeout", o->ms.run.timeout_s)
+#undef INT
+#undef DBL
+#undef STR
+		if (rc == TK_EINVAL)
+			rc = tk_seterr(TK_EINVAL, "bad run parameter %s=%s", k, v);
+	}
+	free(copy);
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			free(tv[i]);
+		free(tv);
+		free(wv);
+		return rc;
+	}
+	*ntask = n;
+	*task = tv;
+	*weight = wv;
+	return TK_OK;
+}
+
+/* ---- tasks ----------------------------------------------------------------- */
+
+typedef struct hw_pick {
+	const char *want;  /* key or id text, or "" */
+	int64_t id;
+	char key[640];
+} hw_pick;
+
+static int pick_hw(void *p, int64_t id, const char *key, int64_t n)
+{
+	hw_pick *h = p;
+	char ids[24];
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	if (!h->want[0] || !strcmp(h->want, key) || !strcmp(h->want, ids)) {
+		h->id = id;
+		snprintf(h->key, sizeof h->key, "%s", key);
+		return 1; /* the first match has the most records */
+	}
+	return 0;
+}
+
+static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
+{
+	int rc;
+	tn_task *t = calloc(1, sizeof *t);
+	*out = NULL;
+	if (!t)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	t->weight = weight;
+	sr_set_init(&t->visited);
+	if ((rc = ms_task_open(key, C->o->seed, &t->mt)) == TK_OK) {
+		t->space = t->mt->space;
+		t->flops = t->mt->prog->flops;
+		t->key = strdup(t->mt->prog->key);
+	} else if (!C->data) {
+		tuner_task_free(t);
+		return rc;
+	} else {
+		char *json = NULL;
+		double flops = 0;
+		if ((rc = store_task_space_json(C->data, key, &json)) || !json) {
+			free(json);
+			tuner_task_free(t);
+			return rc ? rc : tk_seterr(TK_EINVAL, "task %s has neither a template nor a space", key);
+		}
+		rc = sp_space_from_json(json, &t->own_space);
+		free(json);
+		if (rc || (rc = store_task_flops(C->data, key, &flops))) {
+			tuner_task_free(t);
+			return rc;
+		}
+		t->space = t->own_space;
+		t->flops = flops;
+		t->key = strdup(key);
+	}
+	if (!t->key) {
+		tuner_task_free(t);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	if (C->feat != FEAT_KNOB && !t->space->prog && !strcmp(C->o->search, "sa") &&
+	    strcmp(C->o->model, "none")) {
+		tuner_task_free(t);
+		return tk_seterr(TK_EINVAL, "%s has no program: only --feature knob applies to it", key);
+	}
+	tk_rng_seed(&t->rng, C->o->seed, tk_hash64(t->key, strlen(t->key), 0));
+	if (C->data) {
+		hw_pick h = { C->o->replay_hw, 0, "" };
+		rc = store_task_hardware(C->data, t->key, pick_hw, &h);
+		if (rc < 0 || (rc != 1 && rc != TK_OK)) {
+			tuner_task_free(t);
+			return rc;
+		}
+		if (!h.id) {
+			tuner_task_free(t);
+			return tk_seterr(TK_EINVAL, "the replay dataset has no records of %s%s%s", key,
+			                 C->o->replay_hw[0] ? " on hardware " : "", C->o->replay_hw);
+		}
+		t->dhw = h.id;
+	}
+	*out = t;
+	return TK_OK;
+}
+
+/* ---- scheduling -------------------------------------------------------------- */
+
+#define SCHED_ALPHA 0.2
+#define SCHED_WINDOW 3
+
+/* Ansor's gradient rule: the task whose weighted latency is expected to
+ * fall the most, from its recent improvement and from what another round
+ * could give. */
+static int pick_task(tn_task **tk, int n, tk_rng *rng)
+{
+	int best = -1, nmin = 0;
+	double g_min = INFINITY;
+	for (int i = 0; i < n; i++) {
+		tn_task *t = tk[i];
+		if (t->done)
+			continue;
+		if (t->rounds == 0)
+			return i; /* round robin first */
+		double cost = t->best_lat > 0 ? t->best_lat : 1e10;
+		double back = 0;
+		if (t->nhist >= SCHED_WINDOW) {
+			double now = t->hist[(t->nhist - 1) % 8], then = t->hist[(t->nhist - SCHED_WINDOW) % 8];
+			back = (now - then) / SCHED_WINDOW;
+		}
+		double fwd = -cost / t->rounds;
+		double g = t->weight * (SCHED_ALPHA * back + (1 - SCHED_ALPHA) * fwd);
+		if (g < g_min - 1e-15) {
+			g_min = g;
+			best = i;
+			nmin = 1;
+		} else if (fabs(g - g_min) <= 1e-15 && tk_rng_below(rng, (uint32_t)++nmin) == 0) {
+			best = i;
+		}
+	}
+	return best;
+}
+
+static double net_latency(tn_task **tk, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++) {
+		if (!(tk[i]->best_lat > 0))
+			return -1;
+		s += tk[i]->weight * tk[i]->best_lat;
+	}
+	return s;
+}
+
+/* ---- resuming ------------------------------------------------------------------- */
+
+typedef struct reload {
+	tn_ctx *C;
+	tn_task **tk;
+	int n;
+	int rc;
+	double last_at;
+} reload;
+
+static int reload_rec(void *p, const store_rec *rec)
+{
+	reload *R = p;
+	tn_task *t = NULL;
+	for (int i = 0; i < R->n; i++)
+		if (!strcmp(R->tk[i]->key, rec->task))
+			t = R->tk[i];
+	if (!t)
+		return 0;
+	sp_config c;
+	if (sp_parse(t->space, rec->config, &c))
+		return 0;
+	ms_result r;
+	memset(&r, 0, sizeof r);
+	r.error = rec->error;
+	r.run.median = rec->median;
+	if ((R->rc = sr_set_add(&t->visited, sp_index(t->space, &c))) ||
+	    (R->rc = tuner_update(R->C, t, &c, &r, 1)))
+		return 1;
+	if (rec->at > R->last_at)
+		R->last_at = rec->at;
+	return 0;
+}
+
+/* ---- the job ------------------------------------------------------------------------ */
+
+typedef struct job {
+	tn_ctx C;
+	tn_task **tk;
+	int ntask;
+	rec_session s;
+	double sim_clock;   /* replay: simulated Unix time */
+	double start;
+	int64_t used, invalid;
+} job;
+
+static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
+{
+	tn_ctx *C = &J->C;
+	sp_config *cfg = malloc(sizeof *cfg * (size_t)want);
+	ms_result *r = calloc((size_t)want, sizeof *r);
+	int64_t *ids = calloc((size_t)want, sizeof *ids);
+	int n = 0, rc;
+	double cost = 0;
+	*got = 0;
+	if (!cfg || !r || !ids) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = tuner_next(C, t, want, cfg, &n)) || n == 0)
+		goto done;
+	if ((rc = measurer_run(C, t, cfg, n, r, &cost)))
+		goto done;
+	if (C->data)
+		for (int i = 0; i < n; i++)
+			r[i].at = J->sim_clock + cost * (i + 1) / n;
+	J->sim_clock += cost;
+	int trial0 = J->s.trial;
+	if ((rc = rec_batch(&J->s, t->task_id, r, n, ids)))
+		goto free_results;
+	if (h && h->records &&
+	    (rc = h->records(h->ctx, t->key, t->flops, J->s.hw_id, J->s.run_id, trial0, r, ids, n)))
+		goto free_results;
+	for (int i = 0; i < n; i++)
+		J->invalid += r[i].error != MEAS_OK;
+	J->used += n;
+	rc = tuner_update(C, t, cfg, r, n);
+	*got = n;
+free_results:
+	ms_results_free(r, n);
+done:
+	free(cfg);
+	free(r);
+	free(ids);
+	return rc;
+}
+
+static void report(job *J, tn_task *t, const tn_opts *o, const tn_hooks *h)
+{
+	if (!h || !h->progress)
+		return;
+	tn_status s;
+	s.task = t->key;
+	s.done = J->used;
+	s.total = o->trials;
+	s.best_gflops = t->best_thr * (t->flops > 0 ? 1e-9 : 1);
+	s.invalid = J->used ? (double)J->invalid / (double)J->used : 0;
+	s.elapsed = tk_now() - J->start;
+	s.eta = J->used ? s.elapsed / (double)J->used * (double)(o->trials - J->used) : 0;
+	s.net_latency = J->ntask > 1 ? net_latency(J->tk, J->ntask) : -1;
+	h->progress(h->ctx, &s);
+}
+
+static int check_opts(const tn_opts *o, int *feat)
+{
+	if ((*feat = feat_kind_parse(o->feature)) < 0)
+		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve)", o->feature);
+	if (strcmp(o->model, "xgb") && strcmp(o->model, "none"))
+		return tk_seterr(TK_EINVAL, "unknown model '%s' (xgb, none)", o->model);
+	if (strcmp(o->search, "sa") && strcmp(o->search, "random") && strcmp(o->search, "grid"))
+		return tk_seterr(TK_EINVAL, "unknown search '%s' (sa, random, grid)", o->search);
+	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
+		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
+	if (o->transfer_from[0] && (strcmp(o->model, "xgb") || strcmp(o->search, "sa")))
+		return tk_seterr(TK_EINVAL, "transfer learning needs the xgb model and sa search");
+	if (o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
+	    o->epsilon > 1 || o->diversity < 0 || o->early_stop < 0 || o->sa.chains < 1 ||
+	    o->sa.iters < 1 || o->sa.early_stop < 1)
+		return tk_seterr(TK_EINVAL, "tuning option out of range");
+	return TK_OK;
+}
+
+int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
+            const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
+            const tn_hooks *h, tn_result *res)
+{
+	job J;
+	int rc;
+	memset(&J, 0, sizeof J);
+	memset(res, 0, sizeof *res);
+	J.C.o = o;
+	J.C.target = target;
+	J.start = tk_now();
+	if ((rc = check_opts(o, &J.C.feat)))
+		return rc;
+	if (ntask < 1)
+		return tk_seterr(TK_EINVAL, "no task to tune");
+	if (o->replay[0] && (rc = store_open(o->replay, STORE_READONLY, &J.C.data)))
+		return rc;
+	if (!(J.tk = calloc((size_t)ntask, sizeof *J.tk))) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < ntask; i++, J.ntask++)
+		if ((rc = task_open(&J.C, task[i], weight ? weight[i] : 1, &J.tk[i])))
+			goto done;
+
+	/* the hardware the records belong to */
+	store_hw hw;
+	char hwkey[700], hwspec[600];
+	if (J.C.data) {
+		hw_pick p = { o->replay_hw, 0, "" };
+		if ((rc = store_task_hardware(J.C.data, J.tk[0]->key, pick_hw, &p)) != 1 && rc) 
+			goto done;
+		for (int i = 1; i < ntask; i++)
+			if (J.tk[i]->dhw != J.tk[0]->dhw) {
+				rc = tk_seterr(TK_EINVAL, "the tasks were measured on different hardware in "
+				               "the replay dataset: give --replay-hardware");
+				goto done;
+			}
+		snprintf(hwkey, sizeof hwkey, "replay:%s", p.key);
+		snprintf(hwspec, sizeof hwspec, "replay:%s", o->replay);
+		memset(&hw, 0, sizeof hw);
+		hw.key = hwkey;
+		hw.kind = "replay";
+		hw.cpu = p.key;
+		hw.spec = hwspec;
+	} else {
+		rec_target_hw(target, &hw);
+	}
+	if (resume_run > 0) {
+		if ((rc = store_run_reopen(st, resume_run)) || (rc = rec_resume(&J.s, st, resume_run)))
+			goto done;
+	} else {
+		char method[64], *params = tn_opts_format(o, ntask, task, weight);
+		if (!strcmp(o->search, "sa"))
+			snprintf(method, sizeof method, "tune/%s+sa", o->model);
+		else
+			snprintf(method, sizeof method, "tune/%s", o->search);
+		if (!params) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			goto done;
+		}
+		rc = rec_begin(&J.s, st, &hw, argv, method, (int64_t)o->seed,
+		               J.C.data ? o->replay : NULL);
+		if (!rc)
+			rc = store_run_set_params(st, J.s.run_id, params);
+		free(params);
+		if (rc)
+			goto done;
+	}
+	for (int i = 0; i < ntask; i++) {
+		tn_task *t = J.tk[i];
+		if (t->mt)
+			rc = rec_task(&J.s, t->mt->prog, &t->task_id);
+		else
+			rc = store_task_get(st, t->key, "kernel-tuner", t->flops, &t->task_id);
+		if (rc)
+			goto done;
+	}
+	if (o->transfer_from[0] &&
+	    (rc = model_load_history(&J.C, J.tk, ntask, o->transfer_from, hw.key, &res->history)))
+		goto done;
+	J.sim_clock = tk_walltime();
+	if (resume_run > 0) {
+		reload R = { &J.C, J.tk, ntask, TK_OK, 0 };
+		if ((rc = store_run_records(st, resume_run, reload_rec, &R)) && rc != 1)
+			goto done;
+		if ((rc = R.rc))
+			goto done;
+		for (int i = 0; i < ntask; i++) {
+			J.used += J.tk[i]->trials;
+			J.invalid += J.tk[i]->invalid;
+			J.tk[i]->rounds = (int)(J.tk[i]->trials / o->round);
+		}
+		if (J.C.data && R.last_at > 0)
+			J.sim_clock = R.last_at;
+	}
+
+	for (int i = 0; i < ntask; i++)
+		if ((rc = tuner_start(&J.C, J.tk[i])))
+			goto done;
+
+	/* the budget */
+	while (J.used < o->trials) {
+		int ti = ntask == 1 ? (J.tk[0]->done ? -1 : 0) : pick_task(J.tk, ntask, &J.tk[0]->rng);
+		if (ti < 0)
+			break; /* every task done */
+		tn_task *t = J.tk[ti];
+		int64_t left = o->round;
+		if (ntask == 1)
+			left = o->trials - J.used;
+		while (left > 0 && J.used < o->trials && !t->done) {
+			int want = o->batch, got;
+			if (want > left)
+				want = (int)left;
+			if (want > o->trials - J.used)
+				want = (int)(o->trials - J.used);
+			if ((rc = run_batch(&J, t, want, h, &got)))
+				goto done;
+			left -= got;
+			report(&J, t, o, h);
+			if (h && h->stop && *h->stop) {
+				rc = tk_seterr(TK_EINTR, "interrupted after %lld trials", (long long)J.used);
+				goto done;
+			}
+			if (got == 0)
+				break;
+		}
+		t->rounds++;
+		t->hist[t->nhist++ % 8] = t->best_lat > 0 ? t->best_lat : 1e10;
+	}
+	rc = rec_end(&J.s);
+done:
+	res->run_id = J.s.run_id;
+	res->hw_id = J.s.hw_id;
+	res->trials = J.used;
+	res->invalid = J.invalid;
+	res->seconds = tk_now() - J.start;
+	res->net_latency = J.tk && J.ntask == ntask ? net_latency(J.tk, ntask) : -1;
+	for (int i = 0; J.tk && i < J.ntask; i++)
+		tuner_task_free(J.tk[i]);
+	free(J.tk);
+	store_close(J.C.data);
+	return rc;
+}

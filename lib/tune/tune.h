@@ -1,0 +1,105 @@
+/*
+ * tune: the learned tuning loop, AutoTVM's model-based tuner, over one task
+ * or a whole network under one budget.
+ *
+ * Per task (tuner.c), AutoTVM's ModelBasedTuner: trials come in plans of
+ * plan_size configurations found by the search strategy on the cost model;
+ * the last epsilon share of each plan is random; configurations already
+ * measured are skipped; the model is refit whenever plan_size new records
+ * have arrived. Before the first fit everything is random. Strategies:
+ * sa (simulated annealing on the model), random, grid (space order), and
+ * with --model none, sa is simulated annealing on the measured throughput
+ * itself (a model-free baseline). Models: xgb (features + XGBoost, with an
+ * optional base model from history whose weight decays as 1/2^(n/64)).
+ *
+ * Over several tasks (run.c): one round of `round` trials per task in
+ * turn, then the Ansor task scheduler's gradient rule picks the task whose
+ * weighted latency is expected to fall fastest; the estimated network
+ * latency is sum(weight * best latency).
+ *
+ * Measurements come from a measurer: the real one (compile, run, check on
+ * this CPU) or a replayed dataset (another store's records looked up by task
+ * and configuration; configurations absent from it are unmeasurable). Every
+ * batch is stored through a record session; an interrupted run keeps its
+ * records and can be resumed (its options are kept in run.params).
+ */
+#ifndef TK_TUNE_H
+#define TK_TUNE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "measure/measure.h"
+#include "search/search.h"
+#include "store/store.h"
+
+typedef struct tn_opts {
+	int64_t trials;           /* total budget of measurements */
+	char model[16];           /* "xgb" or "none" */
+	char search[16];          /* "sa", "random", "grid" */
+	char feature[16];         /* "itervar", "knob", "curve" */
+	char objective[16];       /* "rank" or "reg" */
+	int plan_size;            /* 64 */
+	double epsilon;           /* 0.05 */
+	int diversity;            /* 0: off; else candidates = diversity * plan_size */
+	int64_t early_stop;       /* per task, trials without improvement (0: off) */
+	int batch;                /* configurations built and stored together */
+	int round;                /* trials per scheduling round (networks) */
+	uint64_t seed;
+	sr_sa_opts sa;
+	int xgb_rounds;           /* 0: xgb's default with early stopping */
+	char transfer_from[512];  /* history store, "" for none */
+	char replay[512];         /* dataset store, "" for real measurement */
+	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
+	char network[256];        /* network name or file, "" if tasks given */
+	ms_opts ms;               /* real measurement options */
+} tn_opts;
+
+/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16. */
+void tn_opts_default(tn_opts *o);
+
+/* Options as "key=value" lines (stored in run.params) and back. The
+ * parse leaves unknown keys alone and returns TK_EINVAL for bad values. */
+char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const double *weight);
+int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double **weight);
+
+/* What a tuning job reports as it goes. */
+typedef struct tn_status {
+	const char *task;         /* current task */
+	int64_t done, total;      /* trials */
+	double best_gflops;       /* of the current task (1/s units if no flops) */
+	double invalid;           /* share of invalid trials so far */
+	double elapsed, eta;      /* seconds */
+	double net_latency;       /* estimated network latency, < 0 if not a network */
+} tn_status;
+
+typedef struct tn_hooks {
+	void *ctx;
+	/* after every batch (may be NULL) */
+	void (*progress)(void *ctx, const tn_status *s);
+	/* the stored records of a batch, for the record stream (may be NULL);
+	 * a non-zero return aborts the job with that code */
+	int (*records)(void *ctx, const char *task, double flops, int64_t hw_id, int64_t run_id,
+	               int trial0, const ms_result *r, const int64_t *ids, int n);
+	volatile sig_atomic_t *stop; /* set asynchronously to stop after a batch */
+} tn_hooks;
+
+/* Summary of a finished (or stopped) job. */
+typedef struct tn_result {
+	int64_t run_id, hw_id, trials, invalid;
+	double seconds;
+	double net_latency;       /* < 0 if some task never had a valid record */
+	int64_t history;          /* records the transfer base models learnt from */
+} tn_result;
+
+/* Tune the ntask tasks (weights: occurrences; NULL = all 1) with o on
+ * target t (ignored when o->replay is set), storing into st; argv is the
+ * command line kept with the run. resume_run > 0 continues that run: its
+ * records are reloaded and the budget counts them. Returns TK_OK, TK_EINTR
+ * when stopped through hooks->stop (the run stays unfinished and can be
+ * resumed), TK_EINVAL for bad tasks or options, other errors. */
+int tn_tune(tk_store *st, const tk_target *t, int ntask, char *const *task,
+            const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
+            const tn_hooks *hooks, tn_result *res);
+
+#endif

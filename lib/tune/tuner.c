@@ -1,0 +1,278 @@
+/*
+ * tuner: what to measure next for one task, and learning from what was
+ * measured. The model-based path follows AutoTVM's ModelBasedTuner
+ * (next_batch/update): a plan of plan_size configurations from simulated
+ * annealing on the model, the last epsilon share of it random, refits every
+ * plan_size records. Random and grid search need no model; model-free
+ * annealing runs `batch` chains whose steps are measured.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune_int.h"
+
+double tuner_throughput(const tn_task *t, const ms_result *r)
+{
+	if (r->error != MEAS_OK || !(r->run.median > 0))
+		return 0;
+	return (t->flops > 0 ? t->flops : 1.0) / r->run.median;
+}
+
+static int space_exhausted(const tn_task *t)
+{
+	return (uint64_t)t->visited.n >= t->space->size;
+}
+
+/* A uniformly random unvisited configuration; 0 if none was found. */
+static int random_unvisited(tn_task *t, sp_config *c)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		sp_sample(t->space, &t->rng, c);
+		if (!sr_set_has(&t->visited, sp_index(t->space, c)))
+			return 1;
+	}
+	/* nearly exhausted: walk the space from a random start */
+	uint64_t start = tk_rng_below64(&t->rng, t->space->size);
+	for (uint64_t k = 0; k < t->space->size; k++) {
+		uint64_t idx = (start + k) % t->space->size;
+		if (!sr_set_has(&t->visited, idx)) {
+			sp_from_index(t->space, idx, c);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int take(tn_task *t, const sp_config *c, sp_config *out, int *n)
+{
+	int rc = sr_set_add(&t->visited, sp_index(t->space, c));
+	if (!rc)
+		out[(*n)++] = *c;
+	return rc;
+}
+
+/* ---- model-free annealing ------------------------------------------------ */
+
+static int anneal_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
+{
+	int rc = TK_OK;
+	if (!t->chain) {
+		t->nchain = C->o->batch > 0 ? C->o->batch : 8;
+		t->chain = calloc((size_t)t->nchain, sizeof *t->chain);
+		t->chain_thr = calloc((size_t)t->nchain, sizeof *t->chain_thr);
+		t->pending = calloc((size_t)t->nchain, sizeof *t->pending);
+		if (!t->chain || !t->chain_thr || !t->pending)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		for (int i = 0; i < t->nchain; i++)
+			t->chain_thr[i] = -1; /* not started */
+	}
+	if (want > t->nchain)
+		want = t->nchain;
+	for (int i = 0; i < want && !rc; i++) {
+		sp_config c;
+		int found = 0;
+		if (t->chain_thr[i] >= 0)
+			for (int tries = 0; tries < 50 && !found; tries++) {
+				sp_neighbor(t->space, &t->rng, &t->chain[i], &c);
+				found = !sr_set_has(&t->visited, sp_index(t->space, &c));
+			}
+		if (!found && !random_unvisited(t, &c))
+			break;
+		t->pending[*n] = i;
+		rc = take(t, &c, out, n);
+	}
+	return rc;
+}
+
+static void anneal_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, int n)
+{
+	/* temperature falls from 1 to 0 over the task's share of the budget */
+	double total = C->o->trials > 0 ? (double)C->o->trials : 1;
+	double temp = 1 - (double)t->trials / total;
+	if (temp < 1e-3)
+		temp = 1e-3;
+	for (int k = 0; k < n && t->chain; k++) {
+		int i = t->pending[k];
+		double y = tuner_throughput(t, &r[k]) / (t->best_thr > 0 ? t->best_thr : 1);
+		double cur = t->chain_thr[i] < 0 ? -1 : t->chain_thr[i] / (t->best_thr > 0 ? t->best_thr : 1);
+		if (cur < 0 || y >= cur || tk_rng_unif(&t->rng) < exp((y - cur) / temp)) {
+			t->chain[i] = c[k];
+			t->chain_thr[i] = tuner_throughput(t, &r[k]);
+		}
+	}
+}
+
+/* ---- the model-based tuner ------------------------------------------------ */
+
+typedef struct score_ctx {
+	tn_ctx *C;
+	tn_task *t;
+} score_ctx;
+
+static int score(void *p, const sp_config *c, int n, float *out)
+{
+	score_ctx *s = p;
+	return model_predict(s->C, s->t, s->t->model, c, n, out);
+}
+
+/* Fit the model and plan the next plan_size trials. */
+static int replan(tn_ctx *C, tn_task *t)
+{
+	int rc, plan = C->o->plan_size, want = plan;
+	if (!t->model && (rc = model_new(C, t, &t->model)))
+		return rc;
+	if ((rc = model_fit(C, t, t->model)))
+		return rc;
+	if (!t->sa && (rc = sr_sa_new(t->space, &C->o->sa, &t->sa)))
+		return rc;
+	if (C->o->diversity > 1)
+		want = plan * C->o->diversity;
+	sp_config *cand = malloc(sizeof *cand * (size_t)want);
+	float *sc = malloc(sizeof *sc * (size_t)want);
+	int *pick = malloc(sizeof *pick * (size_t)plan);
+	int got = 0;
+	score_ctx s = { C, t };
+	if (!cand || !sc || !pick) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = sr_sa_find(t->sa, score, &s, &t->visited, &t->rng, want, cand, sc, &got)))
+		goto done;
+	free(t->plan);
+	t->plan = malloc(sizeof *t->plan * (size_t)(got ? got : 1));
+	if (!t->plan) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (C->o->diversity > 1 && got > plan) {
+		/* AutoTVM: submodular pick on diversity alone (scores times 0) */
+		if ((rc = sr_diverse(t->space, cand, NULL, got, plan, 1.0, pick)))
+			goto done;
+		for (int i = 0; i < plan; i++)
+			t->plan[i] = cand[pick[i]];
+		t->nplan = plan;
+	} else {
+		memcpy(t->plan, cand, sizeof *cand * (size_t)got);
+		t->nplan = got;
+	}
+	t->plan_pt = 0;
+	t->fits++;
+done:
+	free(cand);
+	free(sc);
+	free(pick);
+	return rc;
+}
+
+int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
+{
+	const tn_opts *o = C->o;
+	int rc = TK_OK;
+	*n = 0;
+	if (!strcmp(o->search, "grid")) {
+		for (; *n < want && t->grid_pos < (int64_t)t->space->size && !rc; t->grid_pos++) {
+			sp_config c;
+			sp_from_index(t->space, (uint64_t)t->grid_pos, &c);
+			if (!sr_set_has(&t->visited, (uint64_t)t->grid_pos))
+				rc = take(t, &c, out, n);
+		}
+	} else if (!strcmp(o->search, "random")) {
+		sp_config c;
+		while (*n < want && !space_exhausted(t) && !rc && random_unvisited(t, &c))
+			rc = take(t, &c, out, n);
+	} else if (!strcmp(o->model, "none")) {
+		rc = anneal_next(C, t, want, out, n);
+	} else {
+		/* ModelBasedTuner.next_batch */
+		int eps = (int)(o->epsilon * o->plan_size);
+		while (*n < want && !space_exhausted(t) && !rc) {
+			sp_config c;
+			while (t->plan_pt < t->nplan &&
+			       sr_set_has(&t->visited, sp_index(t->space, &t->plan[t->plan_pt])))
+				t->plan_pt++;
+			if (t->plan_pt >= t->nplan - eps) {
+				if (!random_unvisited(t, &c))
+					break;
+			} else {
+				c = t->plan[t->plan_pt++];
+			}
+			rc = take(t, &c, out, n);
+		}
+	}
+	if (!rc && *n == 0)
+		t->done = 1;
+	return rc;
+}
+
+int tuner_start(tn_ctx *C, tn_task *t)
+{
+	int rc = TK_OK;
+	if (t->base && t->fits == 0 && !strcmp(C->o->search, "sa") && strcmp(C->o->model, "none")) {
+		/* AutoTVM plans the first trials on the base model alone and does
+		 * not count that as a fit: the first refit still comes at plan_size */
+		rc = replan(C, t);
+		t->fits = 0;
+	}
+	return rc;
+}
+
+int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, int n)
+{
+	const tn_opts *o = C->o;
+	for (int i = 0; i < n; i++) {
+		double y = tuner_throughput(t, &r[i]);
+		t->trials++;
+		if (y <= 0)
+			t->invalid++;
+		if (y > t->best_thr) {
+			t->best_thr = y;
+			t->best_lat = r[i].run.median;
+			t->last_improve = t->trials;
+		}
+		if (t->nx == t->capx) {
+			int cap = t->capx ? 2 * t->capx : 256;
+			sp_config *xc = realloc(t->xc, sizeof *xc * (size_t)cap);
+			if (!xc)
+				return tk_seterr(TK_ENOMEM, "out of memory");
+			t->xc = xc;
+			float *ys = realloc(t->ys, sizeof *ys * (size_t)cap);
+			if (!ys)
+				return tk_seterr(TK_ENOMEM, "out of memory");
+			t->ys = ys;
+			t->capx = cap;
+		}
+		t->xc[t->nx] = c[i];
+		t->ys[t->nx++] = (float)y;
+	}
+	if (!strcmp(o->search, "sa") && !strcmp(o->model, "none"))
+		anneal_update(C, t, c, r, n);
+	if (o->early_stop > 0 && t->trials - t->last_improve >= o->early_stop)
+		t->done = 1;
+	/* ModelBasedTuner.update: refit once plan_size more records arrived */
+	if (!strcmp(o->search, "sa") && strcmp(o->model, "none") &&
+	    t->nx >= o->plan_size * (t->fits + 1) && t->best_thr > 0)
+		return replan(C, t);
+	return TK_OK;
+}
+
+void tuner_task_free(tn_task *t)
+{
+	if (!t)
+		return;
+	free(t->key);
+	ms_task_free(t->mt);
+	sp_space_free(t->own_space);
+	sr_set_free(&t->visited);
+	free(t->xc);
+	free(t->ys);
+	free(t->plan);
+	model_free(t->model);
+	xgb_free(t->base);
+	sr_sa_free(t->sa);
+	free(t->chain);
+	free(t->chain_thr);
+	free(t->pending);
+	fcache_free(&t->fc);
+	free(t);
+}

@@ -1,0 +1,125 @@
+#!/bin/sh
+# tune: the learned loop on the real CPU, replayed datasets, networks,
+# interruption and --resume.
+. "$(dirname "$0")/lib.sh"
+
+TASK='dense:m=64,n=64,k=64'
+
+test_expect_success 'tune finds a config at least 5x faster than the median random one' '
+	tunekit measure -q --task $TASK --sample 16 --repeat 2 --seed 5 >random &&
+	tunekit tune -q --task $TASK --trials 48 --plan-size 16 --batch 16 --repeat 2 --feature knob >tuned &&
+	test $(tsv_count tuned) -eq 48 &&
+	med=$(awk -F"\t" "NR > 1 && \$7 == 1 { print \$9 }" random | sort -g | awk "{ a[NR] = \$1 } END { print a[int((NR + 1) / 2)] }") &&
+	best=$(awk -F"\t" "NR > 1 && \$7 == 1 { print \$9 }" tuned | sort -g | head -1) &&
+	echo "median random $med, best tuned $best" &&
+	awk -v m="$med" -v b="$best" "BEGIN { exit !(m / b >= 5) }"
+'
+
+test_expect_success 'the run is recorded with its method and parameters' '
+	test "$(sql "SELECT method FROM run WHERE id = 2")" = "tune/xgb+sa" &&
+	sql "SELECT params FROM run WHERE id = 2" | grep -q "^trials=48$" &&
+	test "$(sql "SELECT COUNT(*) FROM measurement WHERE run_id = 2")" -eq 48 &&
+	test "$(sql "SELECT COUNT(DISTINCT config_id) FROM measurement WHERE run_id = 2")" -eq 48 &&
+	test "$(sql "SELECT ended IS NOT NULL FROM run WHERE id = 2")" -eq 1
+'
+
+test_expect_success 'random and grid search and model-free annealing run' '
+	tunekit tune -q --task $TASK --trials 8 --search random --repeat 1 >r &&
+	test $(tsv_count r) -eq 8 &&
+	tunekit tune -q --task $TASK --trials 8 --search grid --repeat 1 >g &&
+	test "$(tsv_col g trial 2)" -eq 0 && test $(tsv_count g) -eq 8 &&
+	tunekit tune -q --task $TASK --trials 8 --model none --search sa --batch 4 --repeat 1 >a &&
+	test $(tsv_count a) -eq 8 &&
+	test "$(sql "SELECT group_concat(method) FROM (SELECT method FROM run ORDER BY id)")" = \
+		"measure,tune/xgb+sa,tune/random,tune/grid,tune/none+sa"
+'
+
+test_expect_success 'transfer learning plans the first batch on a base model of the history' '
+	tunekit tune --db new.db --task dense:m=32,n=64,k=48 --trials 16 --plan-size 16 --repeat 1 \
+		--transfer-from "$TUNEKIT_DB" >out 2>err &&
+	test $(tsv_count out) -eq 16 &&
+	grep -q "base model from [0-9][0-9]* history records" err &&
+	sqlite3 new.db "SELECT params FROM run" | grep -q "^transfer_from=$TUNEKIT_DB$" &&
+	test_expect_code 2 tunekit tune --db new.db --task conv2d:c=8,h=8,w=8,k=8 --trials 4 \
+		--transfer-from "$TUNEKIT_DB" 2>err &&
+	grep -q "too little history for transfer" err &&
+	test_expect_code 2 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 --search random \
+		--transfer-from "$TUNEKIT_DB" 2>err &&
+	grep -q "needs the xgb model and sa search" err &&
+	test_expect_code 3 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 \
+		--transfer-from nosuch.db 2>err
+'
+
+# Replay datasets: real GPU search spaces measured exhaustively by Kernel
+# Tuner (when readable), and this CPU's own records of the tests above.
+KT=${TUNEKIT_KT_DATA:-/work/shared/data/kernel_tuner}
+KTASK=kt:convolution_kernel:4096x4096
+if test -r "$KT/convolution_A100.json.gz"; then
+test_expect_success 'replay with the same seed gives identical runs' '
+	tunekit import --db data.db kernel-tuner "$KT/convolution_A100.json.gz" >/dev/null &&
+	tunekit tune -q --db r1.db --replay data.db --task $KTASK --trials 60 --plan-size 16 --feature knob --seed 3 | cut -f 3-10 >c1 &&
+	tunekit tune -q --db r2.db --replay data.db --task $KTASK --trials 60 --plan-size 16 --feature knob --seed 3 | cut -f 3-10 >c2 &&
+	test_cmp c1 c2 &&
+	test $(wc -l <c1) -eq 61 &&
+	tunekit tune -q --db r3.db --replay data.db --task $KTASK --trials 60 --plan-size 16 --feature knob --seed 4 | cut -f 3-10 >c3 &&
+	! cmp -s c1 c3 &&
+	test "$(sqlite3 r1.db "SELECT kind FROM hardware")" = replay &&
+	test "$(sqlite3 r1.db "SELECT replay FROM run")" = data.db
+'
+
+test_expect_success 'configurations the dataset lacks are unmeasurable (invalid by constraint)' '
+	tunekit tune -q --db r6.db --replay data.db --task $KTASK --trials 200 --search random --seed 1 >out &&
+	test $(tsv_count out) -eq 200 &&
+	bad=$(awk -F"\t" "NR > 1 && \$7 == 0" out | wc -l) &&
+	echo "$bad of 200 invalid" &&
+	test $bad -ge 100 && test $bad -lt 200
+'
+fi
+
+test_expect_success 'replayed configurations absent from the dataset are unmeasurable' '
+	tunekit measure -q --db small.db --task dense:m=8,n=8,k=4 --sample 5 --repeat 1 >/dev/null &&
+	tunekit tune -q --db r4.db --replay small.db --task dense:m=8,n=8,k=4 --trials 30 --search random >out &&
+	test $(tsv_count out) -eq 30 &&
+	test "$(awk -F"\t" "NR > 1 && \$7 == 1" out | wc -l)" -le 5 &&
+	test "$(sqlite3 r4.db "SELECT COUNT(*) FROM measurement WHERE error = 1 AND message LIKE '\''absent%'\''")" -ge 25
+'
+
+test_expect_success 'a network shares one budget and reports its estimated latency' '
+	printf "# two tasks\nweight\ttask\n3\tdense:k=64,m=64,n=64\n1\tdense:k=8,m=4,n=4\n" >net.tsv &&
+	tunekit measure -q --task dense:m=4,n=4,k=8 --sample 24 --repeat 1 --batch 24 >/dev/null &&
+	tunekit tune --db r5.db --replay "$TUNEKIT_DB" --network net.tsv --trials 80 --round 16 --feature knob >out 2>err &&
+	test $(tsv_count out) -eq 80 &&
+	test "$(awk -F"\t" "NR > 1 { print \$4 }" out | sort -u | wc -l)" -eq 2 &&
+	grep -q "estimated latency" err
+'
+
+test_expect_success 'an interrupted run keeps its records and --resume finishes it' '
+	"$TUNEKIT_BIN" tune -q --db int.db --task $TASK --trials 64 --batch 8 --plan-size 16 --repeat 1 --feature knob >/dev/null 2>err &
+	pid=$! &&
+	n=0 &&
+	while [ $n -lt 8 ]; do
+		sleep 0.3
+		n=$(sqlite3 int.db "SELECT COUNT(*) FROM measurement" 2>/dev/null || echo 0)
+	done &&
+	kill -INT $pid; wait $pid; rc=$?;
+	test $rc -eq 130 && grep -q "tune --resume" err &&
+	k=$(sqlite3 int.db "SELECT COUNT(*) FROM measurement") &&
+	test $((k % 8)) -eq 0 && test $k -lt 64 &&
+	test "$(sqlite3 int.db "SELECT ended IS NULL FROM run")" -eq 1 &&
+	tunekit tune -q --db int.db --resume >rest &&
+	test $(tsv_count rest) -eq $((64 - k)) &&
+	test "$(sqlite3 int.db "SELECT COUNT(*) FROM measurement")" -eq 64 &&
+	test "$(sqlite3 int.db "SELECT COUNT(DISTINCT config_id) FROM measurement")" -eq 64 &&
+	test "$(sqlite3 int.db "SELECT ended IS NOT NULL FROM run")" -eq 1 &&
+	test "$(sqlite3 int.db "SELECT MAX(trial) FROM measurement")" -eq 63
+'
+
+test_expect_success 'bad options exit 2' '
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err && grep -q "unknown model" err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
+	test_expect_code 2 tunekit tune --trials 4 2>err && grep -q "nothing to tune" err &&
+	test_expect_code 2 tunekit tune --db fresh.db --resume 2>err && grep -q "no unfinished" err &&
+	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err
+'
+
+test_done

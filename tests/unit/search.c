@@ -1,0 +1,185 @@
+/*
+ * Unit tests for lib/search: index sets, simulated annealing (never an
+ * out-of-space, excluded or repeated configuration; finds the maximum of a
+ * known score), diversity-aware selection.
+ */
+#include <stdlib.h>
+
+#include "search/search.h"
+#include "task/te.h"
+#include "unit.h"
+
+static te_prog *prog;
+static sp_space *space;
+
+TEST(test_setup)
+{
+	CHECK_EQ_INT(te_task_parse("conv2d:c=8,h=12,w=12,k=16,pad=1", &prog), TK_OK);
+	CHECK_EQ_INT(sp_space_create(prog, &space), TK_OK);
+}
+
+TEST(test_set)
+{
+	sr_set s;
+	sr_set_init(&s);
+	for (uint64_t i = 0; i < 10000; i += 3)
+		CHECK_EQ_INT(sr_set_add(&s, i * 7919), TK_OK);
+	int bad = 0;
+	for (uint64_t i = 0; i < 10000; i++)
+		bad += sr_set_has(&s, i * 7919) != (i % 3 == 0);
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(s.n, 3334);
+	CHECK_EQ_INT(sr_set_add(&s, 0), TK_OK); /* again */
+	CHECK_EQ_INT(s.n, 3334);
+	CHECK(!sr_set_has(&s, 1));
+	sr_set_free(&s);
+	CHECK(!sr_set_has(&s, 0));
+}
+
+/* A score with a known maximum: closeness of each knob to a target. */
+static sp_config target;
+
+static int score(void *ctx, const sp_config *c, int n, float *out)
+{
+	int *calls = ctx;
+	(*calls)++;
+	for (int i = 0; i < n; i++) {
+		double s = 0;
+		for (int k = 0; k < space->nknob; k++)
+			s -= abs(c[i].v[k] - target.v[k]) / (double)space->knob[k].n;
+		out[i] = (float)s;
+	}
+	return TK_OK;
+}
+
+TEST(test_sa_respects_space_and_exclusions)
+{
+	tk_rng rng;
+	tk_rng_seed(&rng, 3, 0);
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	o.chains = 32;
+	o.iters = 100;
+	sr_sa *sa;
+	CHECK_EQ_INT(sr_sa_new(space, &o, &sa), TK_OK);
+	sr_set excl;
+	sr_set_init(&excl);
+	sp_sample(space, &rng, &target);
+	/* exclude the target and many random points */
+	sr_set_add(&excl, sp_index(space, &target));
+	for (int i = 0; i < 2000; i++) {
+		sp_config c;
+		sp_sample(space, &rng, &c);
+		sr_set_add(&excl, sp_index(space, &c));
+	}
+	sp_config out[64];
+	float sc[64];
+	int n = 0, calls = 0;
+	for (int round = 0; round < 5; round++) {
+		CHECK_EQ_INT(sr_sa_find(sa, score, &calls, &excl, &rng, 64, out, sc, &n), TK_OK);
+		CHECK_EQ_INT(n, 64);
+		sr_set seen;
+		sr_set_init(&seen);
+		int bad = 0, dup = 0, unsorted = 0;
+		for (int i = 0; i < n; i++) {
+			uint64_t idx = sp_index(space, &out[i]);
+			for (int k = 0; k < space->nknob; k++)
+				bad += out[i].v[k] < 0 || out[i].v[k] >= space->knob[k].n;
+			bad += idx >= space->size || sr_set_has(&excl, idx);
+			dup += sr_set_has(&seen, idx);
+			sr_set_add(&seen, idx);
+			if (i)
+				unsorted += sc[i] > sc[i - 1];
+		}
+		CHECK_EQ_INT(bad, 0);
+		CHECK_EQ_INT(dup, 0);
+		CHECK_EQ_INT(unsorted, 0);
+		sr_set_free(&seen);
+		/* measured configurations are excluded next time */
+		for (int i = 0; i < n; i++)
+			sr_set_add(&excl, sp_index(space, &out[i]));
+	}
+	CHECK(calls > 5);
+	sr_set_free(&excl);
+	sr_sa_free(sa);
+}
+
+TEST(test_sa_finds_the_maximum)
+{
+	tk_rng rng;
+	tk_rng_seed(&rng, 11, 0);
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	sr_sa *sa;
+	CHECK_EQ_INT(sr_sa_new(space, &o, &sa), TK_OK);
+	sp_sample(space, &rng, &target);
+	sp_config out[8];
+	float sc[8];
+	int n = 0, calls = 0;
+	CHECK_EQ_INT(sr_sa_find(sa, score, &calls, NULL, &rng, 8, out, sc, &n), TK_OK);
+	CHECK_EQ_INT(n, 8);
+	CHECK_EQ_INT((long long)sp_index(space, &out[0]), (long long)sp_index(space, &target));
+	CHECK_NEAR(sc[0], 0, 1e-6);
+	CHECK(sr_sa_steps(sa) <= o.iters);
+	sr_sa_free(sa);
+}
+
+TEST(test_sa_small_space_is_exhausted_cleanly)
+{
+	te_prog *p;
+	sp_space *s;
+	CHECK_EQ_INT(te_task_parse("dense:m=1,n=2,k=1", &p), TK_OK);
+	CHECK_EQ_INT(sp_space_create(p, &s), TK_OK);
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	o.iters = 50;
+	sr_sa *sa;
+	CHECK_EQ_INT(sr_sa_new(s, &o, &sa), TK_OK);
+	tk_rng rng;
+	tk_rng_seed(&rng, 1, 0);
+	sp_config out[1000];
+	int n = 0, calls = 0;
+	sp_space *saved = space;
+	space = s; /* score() reads the global space */
+	sp_naive(s, &target);
+	CHECK_EQ_INT(sr_sa_find(sa, score, &calls, NULL, &rng, 1000, out, NULL, &n), TK_OK);
+	space = saved;
+	CHECK(n <= (int)s->size);
+	CHECK(n > 0);
+	sr_sa_free(sa);
+	sp_space_free(s);
+	te_prog_free(p);
+}
+
+TEST(test_diverse)
+{
+	/* 4 candidates on a space; the pick must cover new knob values first */
+	te_prog *p;
+	sp_space *s;
+	CHECK_EQ_INT(te_task_parse("dense:m=16,n=16,k=16", &p), TK_OK);
+	CHECK_EQ_INT(sp_space_create(p, &s), TK_OK);
+	sp_config c[4];
+	sp_naive(s, &c[0]);
+	c[1] = c[0];              /* identical to 0: covers nothing new */
+	c[2] = c[0];
+	c[2].v[0] = 1;            /* one new value */
+	c[3] = c[0];
+	c[3].v[0] = 2;
+	c[3].v[1] = 1;            /* two new values */
+	int pick[3];
+	CHECK_EQ_INT(sr_diverse(s, c, NULL, 4, 3, 1.0, pick), TK_OK);
+	CHECK_EQ_INT(pick[0], 0); /* first: everything is new, ties go to the first */
+	CHECK_EQ_INT(pick[1], 3);
+	CHECK_EQ_INT(pick[2], 2);
+	sp_space_free(s);
+	te_prog_free(p);
+}
+
+TEST(test_teardown)
+{
+	sp_space_free(space);
+	te_prog_free(prog);
+}
+
+UNIT_MAIN(test_setup, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
+          test_diverse, test_sa_small_space_is_exhausted_cleanly, test_teardown)
