@@ -1079,28 +1079,7 @@ static int write_file(const char *dir, const char *file, const char *s)
 		return tk_seterr(TK_EIO, "%s/%s: path too long", dir, file);
 	snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, file, (long)getpid());
 	unlink(tmp);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
-	while (n > 0) {
-		ssize_t k = write(fd, s, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
-		}
-		s += k;
-		n -= (size_t)k;
-	}
-	if (close(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
-	}
-	return TK_OK;
+	return tk_write_renamed(tmp, path, s, n);
 }
 
 int ex_write_dir(const char *dir, const ex_kernel *k, int n, const tk_target *t)

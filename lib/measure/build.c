@@ -86,33 +86,6 @@ static uint64_t build_hash(const tk_target *t, const char *src)
 	return h;
 }
 
-/* Write n bytes to a fresh file at tmp and rename it to path. */
-static int write_file(const char *tmp, const char *path, const char *s, size_t n)
-{
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
-	while (n > 0) {
-		ssize_t k = write(fd, s, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return tk_seterr(TK_EIO, "cannot write %s: %s", tmp, strerror(e));
-		}
-		s += k;
-		n -= (size_t)k;
-	}
-	if (close(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
-	}
-	return TK_OK;
-}
-
 /* Drop the lines of out that start with a blank: the source excerpts and
  * carets under each diagnostic (gcc "    2 | ...", "      |   ^~~", clang's
  * caret lines), unless that would leave nothing. */
@@ -210,7 +183,7 @@ static int start_job(const char *dir, build_job *job, job_state *js,
 	snprintf(src, sizeof src, "%s/%s.c", dir, js->hex);
 	snprintf(srctmp, sizeof srctmp, "%s.tmp.%d.%u", src, (int)self, cnt);
 	snprintf(s->tmp, sizeof s->tmp, "%s/%s.so.tmp.%d.%u", dir, js->hex, (int)self, cnt);
-	int rc = write_file(srctmp, src, job->src, strlen(job->src));
+	int rc = tk_write_renamed(srctmp, src, job->src, strlen(job->src));
 	if (rc)
 		return rc;
 

@@ -5,11 +5,13 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- errors --------------------------------------------------------- */
 
@@ -316,5 +318,32 @@ int tk_parse_f64(const char *s, double *out)
 	if (errno || *end || !isfinite(v))
 		return TK_EINVAL;
 	*out = v;
+	return TK_OK;
+}
+
+int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n)
+{
+	const char *s = data;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	while (n > 0) {
+		ssize_t k = write(fd, s, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			close(fd);
+			unlink(tmp);
+			return tk_seterr(TK_EIO, "cannot write %s: %s", tmp, strerror(e));
+		}
+		s += k;
+		n -= (size_t)k;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
+	}
 	return TK_OK;
 }

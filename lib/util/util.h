@@ -110,4 +110,9 @@ double tk_walltime(void); /* seconds since the epoch, CLOCK_REALTIME */
 int tk_parse_i64(const char *s, int64_t *out);  /* TK_OK or TK_EINVAL */
 int tk_parse_f64(const char *s, double *out);   /* TK_OK or TK_EINVAL */
 
+/* Write n bytes to a fresh file at tmp (which must not exist) and rename
+ * it to path, so readers see the whole file or none of it. TK_EIO with the
+ * reason; tmp is removed on failure. */
+int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n);
+
 #endif

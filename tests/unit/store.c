@@ -20,44 +20,6 @@
 
 /* ---- helpers -------------------------------------------------------- */
 
-static char tmpdir[256];
-
-static void tmpdir_remove(void)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char path[512];
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(tmpdir);
-}
-
-/* A fresh path in the temporary directory (the file does not exist). */
-static const char *tpath(const char *name)
-{
-	static char buf[8][512];
-	static int next;
-	char *p = buf[next++ % 8];
-	if (!tmpdir[0]) {
-		const char *t = getenv("TMPDIR");
-		snprintf(tmpdir, sizeof tmpdir, "%s/tk-store-XXXXXX", t && *t ? t : "/tmp");
-		if (!mkdtemp(tmpdir)) {
-			perror("mkdtemp");
-			exit(2);
-		}
-		atexit(tmpdir_remove);
-	}
-	snprintf(p, 512, "%s/%s", tmpdir, name);
-	return p;
-}
-
 static int file_exists(const char *path)
 {
 	struct stat st;

@@ -68,6 +68,50 @@ static inline int unit_run(const char *file, const char *names, unit_fn *fns, in
 	return unit_failures ? 1 : 0;
 }
 
+/* ---- a temporary directory, removed at exit --------------------------- */
+
+#include <dirent.h>
+#include <unistd.h>
+
+static char unit_tmpdir[256];
+
+static void unit_tmpdir_remove(void)
+{
+	DIR *d = opendir(unit_tmpdir);
+	struct dirent *e;
+	char path[512];
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", unit_tmpdir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(unit_tmpdir);
+}
+
+/* A path named name in this test program's temporary directory (created on
+ * first use under $TMPDIR or /tmp). Eight results stay valid at a time. */
+static inline const char *tpath(const char *name)
+{
+	static char buf[8][512];
+	static int next;
+	char *p = buf[next++ % 8];
+	if (!unit_tmpdir[0]) {
+		const char *t = getenv("TMPDIR");
+		snprintf(unit_tmpdir, sizeof unit_tmpdir, "%s/tk-unit-XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(unit_tmpdir)) {
+			perror("mkdtemp");
+			exit(2);
+		}
+		atexit(unit_tmpdir_remove);
+	}
+	snprintf(p, 512, "%s/%s", unit_tmpdir, name);
+	return p;
+}
+
 #define UNIT_MAIN(...) \
 	int main(void) { \
 		unit_fn fns_[] = { __VA_ARGS__ }; \
