@@ -11,8 +11,8 @@
 #include "tune/tune.h"
 
 static const char *const usage[] = {
-	"tunekit tune (--task TASK... | --network NAME) --trials N [--model xgb|none]\n"
-	"             [--search sa|random|grid] [--feature itervar|knob|curve] [OPTIONS]\n"
+	"tunekit tune (--task TASK... | --network NAME) --trials N [--model xgb|rfei|none]\n"
+	"             [--search sa|csa|random|grid] [--feature itervar|knob|curve] [OPTIONS]\n"
 	"       tunekit tune --resume [--run ID]",
 	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by\n"
 	"simulated annealing on a cost model fit to the measurements so far (the last\n"
@@ -30,7 +30,7 @@ static struct {
 	           *replay_hw, *cache_dir;
 	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
 	        number, repeat, warmup, run;
-	double epsilon, min_repeat_ms, timeout, build_timeout;
+	double epsilon, min_repeat_ms, timeout, build_timeout, time_budget;
 	int resume, flush;
 } o;
 
@@ -38,8 +38,9 @@ static const opt options[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
 	{ OPT_INT, "trials", 'n', &o.trials, "N", "measurement budget (default 200)" },
-	{ OPT_STRING, "model", 0, &o.model, "MODEL", "cost model: xgb (default) or none" },
-	{ OPT_STRING, "search", 0, &o.search, "S", "sa (default), random or grid" },
+	{ OPT_DOUBLE, "time-budget", 0, &o.time_budget, "S", "also stop after S seconds (simulated with --replay)" },
+	{ OPT_STRING, "model", 0, &o.model, "MODEL", "cost model: xgb (default), rfei (AdaTune: bagged trees, expected improvement) or none" },
+	{ OPT_STRING, "search", 0, &o.search, "S", "sa (default), csa (AdaTune: contextual epsilon, needs rfei), random or grid" },
 	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "features of the model: itervar (default), knob, curve" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (default, pairwise) or reg (squared error)" },
 	{ OPT_INT, "plan-size", 0, &o.plan, "N", "trials planned per model fit (default 64)" },
@@ -118,6 +119,7 @@ static void set_str(char *dst, size_t n, const char *v)
 static int apply(tk_ctx *ctx, tn_opts *t)
 {
 	if (o.trials) t->trials = o.trials;
+	if (o.time_budget) t->time_budget = o.time_budget;
 	set_str(t->model, sizeof t->model, o.model);
 	set_str(t->search, sizeof t->search, o.search);
 	set_str(t->feature, sizeof t->feature, o.feature);
@@ -181,7 +183,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		return rc < 0 ? EXIT_OK : rc;
 	if (argc > 0)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
-	if (o.trials < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
+	if (o.trials < 0 || o.time_budget < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
 	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_ctx_store(ctx, &st)))

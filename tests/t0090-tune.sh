@@ -74,6 +74,15 @@ test_expect_success 'configurations the dataset lacks are unmeasurable (invalid 
 	echo "$bad of 200 invalid" &&
 	test $bad -ge 100 && test $bad -lt 200
 '
+
+test_expect_success '--time-budget stops after the batch that spends it (simulated seconds in a replay)' '
+	tunekit tune -q --db r7.db --replay data.db --task $KTASK --trials 2000 --feature knob \
+		--time-budget 60 >out &&
+	n=$(tsv_count out) && echo "$n trials" && test $n -lt 2000 && test $((n % 16)) -eq 0 &&
+	sqlite3 r7.db "SELECT MAX(at) - MIN(at) FROM measurement" >span &&
+	awk "{ exit !(\$1 >= 45 && \$1 < 90) }" span &&
+	test_expect_code 2 tunekit tune --db r7.db --replay data.db --task $KTASK --time-budget -1
+'
 fi
 
 test_expect_success 'replayed configurations absent from the dataset are unmeasurable' '

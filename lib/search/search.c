@@ -326,3 +326,13 @@ int sr_diverse(const sp_space *sp, const sp_config *cand, const float *score, in
 	free(taken);
 	return rc;
 }
+
+double sr_ei(double mu, double sigma, double best)
+{
+	if (!(sigma > 0))
+		return mu > best ? mu - best : 0;
+	double z = (mu - best) / sigma;
+	double pdf = exp(-0.5 * z * z) / sqrt(2 * M_PI), cdf = 0.5 * erfc(-z / sqrt(2));
+	double ei = (mu - best) * cdf + sigma * pdf;
+	return ei > 0 ? ei : 0;
+}

@@ -40,6 +40,11 @@ void sr_set_free(sr_set *s);
  * an error, which aborts the search. */
 typedef int (*sr_score_fn)(void *ctx, const sp_config *c, int n, float *scores);
 
+/* Expected positive improvement E[max(f - best, 0)] of f ~ N(mu, sigma^2)
+ * (AdaTune, eq. 1): (mu - best) Phi(z) + sigma phi(z), z = (mu - best) /
+ * sigma; max(0, mu - best) when sigma is 0. */
+double sr_ei(double mu, double sigma, double best);
+
 /* ---- simulated annealing ------------------------------------------------------- */
 
 typedef struct sr_sa_opts {

@@ -24,8 +24,12 @@
 #define FCACHE_MAX 100000
 #define BASE_CLOSE 0.05
 
+#define RFEI_TREES 10       /* bagged boosters of the rfei ensemble */
+
 struct tn_model {
-	xgb_model *bst;
+	xgb_model *bst;                 /* xgb */
+	xgb_model *ens[RFEI_TREES];     /* rfei: one per bootstrap resample */
+	int nens;
 };
 
 /* ---- feature cache ------------------------------------------------------- */
@@ -132,12 +136,58 @@ int model_new(tn_ctx *C, tn_task *t, tn_model **out)
 	return *out ? TK_OK : tk_seterr(TK_ENOMEM, "out of memory");
 }
 
+static void ens_free(tn_model *m)
+{
+	for (int i = 0; i < m->nens; i++)
+		xgb_free(m->ens[i]);
+	m->nens = 0;
+}
+
 void model_free(tn_model *m)
 {
 	if (!m)
 		return;
 	xgb_free(m->bst);
+	ens_free(m);
 	free(m);
+}
+
+/* AdaTune's surrogate: RFEI_TREES boosters, each fit (squared error, so
+ * that predictions are normalised throughputs) on a bootstrap resample of
+ * the n rows, drawn from the task's generator. */
+static int ens_fit(tn_ctx *C, tn_task *t, tn_model *m, const float *x, const float *y, int n, int d)
+{
+	float *bx = malloc(sizeof *bx * (size_t)n * (size_t)d), *by = malloc(sizeof *by * (size_t)n);
+	int rc = TK_OK;
+	if (!bx || !by) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	ens_free(m);
+	for (int k = 0; k < RFEI_TREES && !rc; k++) {
+		for (int i = 0; i < n; i++) {
+			uint32_t j = tk_rng_below(&t->rng, (uint32_t)n);
+			memcpy(&bx[(size_t)i * (size_t)d], &x[(size_t)j * (size_t)d], sizeof *bx * (size_t)d);
+			by[i] = y[j];
+		}
+		xgb_params p;
+		xgb_params_default(&p, "reg:squarederror");
+		p.seed = C->o->seed + (uint64_t)k;
+		p.nthread = 1;
+		if (C->o->xgb_rounds > 0) {
+			p.rounds = C->o->xgb_rounds;
+			p.early_stop = 0;
+		} else {
+			p.early_stop = 20;
+		}
+		xgb_data train = { .n = n, .d = d, .x = bx, .y = by };
+		if (!(rc = xgb_train(&p, &train, p.early_stop ? &train : NULL, &m->ens[k])))
+			m->nens++;
+	}
+done:
+	free(bx);
+	free(by);
+	return rc;
 }
 
 /* The base model's output on n rows, weighted by t->base_w. */
@@ -171,6 +221,10 @@ int model_fit(tn_ctx *C, tn_task *t, tn_model *m)
 			ymax = t->ys[i];
 	for (int i = 0; i < t->nx; i++)
 		y[i] = ymax > 0 ? t->ys[i] / ymax : 0;
+	if (!strcmp(C->o->model, "rfei")) {
+		rc = ens_fit(C, t, m, x, y, t->nx, d);
+		goto done;
+	}
 	xgb_params p;
 	xgb_params_default(&p, strcmp(C->o->objective, "reg") ? "rank:pairwise" : "reg:squarederror");
 	p.seed = C->o->seed;
@@ -208,9 +262,59 @@ done:
 	return rc;
 }
 
+int model_predict_dist(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, int n,
+                       float *mu, float *sd)
+{
+	int d, rc;
+	if (m->nens == 0) {
+		for (int i = 0; i < n; i++)
+			mu[i] = sd[i] = 0;
+		return TK_OK;
+	}
+	if ((rc = feat_length(C->feat, t->space, &d)))
+		return rc;
+	float *x = malloc(sizeof *x * (size_t)n * (size_t)d);
+	float *p = malloc(sizeof *p * (size_t)n);
+	double *s1 = calloc((size_t)n, sizeof *s1), *s2 = calloc((size_t)n, sizeof *s2);
+	if (!x || !p || !s1 || !s2)
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	else
+		rc = model_features(C, t, c, n, x, &d);
+	for (int k = 0; !rc && k < m->nens; k++) {
+		if ((rc = xgb_predict(m->ens[k], x, n, d, p)))
+			break;
+		for (int i = 0; i < n; i++) {
+			s1[i] += p[i];
+			s2[i] += (double)p[i] * p[i];
+		}
+	}
+	for (int i = 0; !rc && i < n; i++) {
+		double mean = s1[i] / m->nens, var = s2[i] / m->nens - mean * mean;
+		mu[i] = (float)mean;
+		sd[i] = (float)(var > 0 ? sqrt(var) : 0);
+	}
+	free(x);
+	free(p);
+	free(s1);
+	free(s2);
+	return rc;
+}
+
 int model_predict(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, int n, float *out)
 {
 	int d, rc;
+	if (!strcmp(C->o->model, "rfei")) {
+		/* expected positive improvement over the best measured: 1 in the
+		 * normalised throughputs the ensemble learnt */
+		float *sd = malloc(sizeof *sd * (size_t)(n > 0 ? n : 1));
+		if (!sd)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		if (!(rc = model_predict_dist(C, t, m, c, n, out, sd)))
+			for (int i = 0; i < n; i++)
+				out[i] = (float)sr_ei(out[i], sd[i], 1.0);
+		free(sd);
+		return rc;
+	}
 	if (!m->bst && !t->base) {
 		for (int i = 0; i < n; i++)
 			out[i] = 0;

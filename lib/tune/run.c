@@ -40,8 +40,8 @@ char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const doubl
 	             (long long)o->trials, o->model, o->search, o->feature, o->objective);
 	tk_sb_printf(&sb, "plan_size=%d\nepsilon=%.17g\ndiversity=%d\nearly_stop=%lld\n",
 	             o->plan_size, o->epsilon, o->diversity, (long long)o->early_stop);
-	tk_sb_printf(&sb, "batch=%d\nround=%d\nseed=%llu\nxgb_rounds=%d\n", o->batch, o->round,
-	             (unsigned long long)o->seed, o->xgb_rounds);
+	tk_sb_printf(&sb, "batch=%d\nround=%d\nseed=%llu\nxgb_rounds=%d\ntime_budget=%.17g\n",
+	             o->batch, o->round, (unsigned long long)o->seed, o->xgb_rounds, o->time_budget);
 	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\n", o->sa.chains, o->sa.iters,
 	             o->sa.early_stop);
 	tk_sb_printf(&sb, "transfer_from=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n", o->transfer_from,
@@ -108,7 +108,7 @@ int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double
 		STR("feature", o->feature) STR("objective", o->objective) INT("plan_size", o->plan_size)
 		DBL("epsilon", o->epsilon) INT("diversity", o->diversity) INT("early_stop", o->early_stop)
 		INT("batch", o->batch) INT("round", o->round) INT("seed", o->seed)
-		INT("xgb_rounds", o->xgb_rounds) INT("sa_chains", o->sa.chains) INT("sa_iters", o->sa.iters)
+		INT("xgb_rounds", o->xgb_rounds) DBL("time_budget", o->time_budget) INT("sa_chains", o->sa.chains) INT("sa_iters", o->sa.iters)
 		INT("sa_early_stop", o->sa.early_stop) STR("transfer_from", o->transfer_from)
 		STR("replay", o->replay) STR("replay_hw", o->replay_hw) STR("network", o->network)
 		INT("jobs", o->ms.jobs) DBL("build_timeout", o->ms.build_timeout)
@@ -194,12 +194,12 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 		tuner_task_free(t);
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	}
-	if (C->feat != FEAT_KNOB && !t->space->prog && !strcmp(C->o->search, "sa") &&
-	    strcmp(C->o->model, "none")) {
+	if (C->feat != FEAT_KNOB && !t->space->prog && tn_model_based(C->o)) {
 		tuner_task_free(t);
 		return tk_seterr(TK_EINVAL, "%s has no program: only --feature knob applies to it", key);
 	}
 	tk_rng_seed(&t->rng, C->o->seed, tk_hash64(t->key, strlen(t->key), 0));
+	t->epsilon = C->o->epsilon;
 	if (C->data) {
 		hw_pick h = { C->o->replay_hw, 0, "" };
 		rc = store_task_hardware(C->data, t->key, pick_hw, &h);
@@ -310,7 +310,19 @@ typedef struct job {
 	double sim_clock;   /* replay: simulated Unix time */
 	double start;
 	int64_t used, invalid;
+	double clock0;      /* job_clock() when the budget started */
 } job;
+
+/* Seconds: simulated when replaying, else the monotonic clock. */
+static double job_clock(const job *J)
+{
+	return J->C.data ? J->sim_clock : tk_now();
+}
+
+static int out_of_time(const job *J)
+{
+	return J->C.o->time_budget > 0 && job_clock(J) - J->clock0 >= J->C.o->time_budget;
+}
 
 static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 {
@@ -325,10 +337,13 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
+	double t0 = tk_now();
 	if ((rc = tuner_next(C, t, want, cfg, &n)) || n == 0)
 		goto done;
+	double think = tk_now() - t0; /* replay: the model and search time is real */
 	if ((rc = measurer_run(C, t, cfg, n, r, &cost)))
 		goto done;
+	cost += think;
 	if (C->data)
 		for (int i = 0; i < n; i++)
 			r[i].at = J->sim_clock + cost * (i + 1) / n;
@@ -343,6 +358,12 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 		J->invalid += r[i].error != MEAS_OK;
 	J->used += n;
 	rc = tuner_update(C, t, cfg, r, n);
+	if (!rc && !strcmp(C->o->search, "csa") && t->fits > t->logged_fits) {
+		char key[600];
+		snprintf(key, sizeof key, "epsilon:%s", t->key);
+		if (!(rc = store_run_log(J->s.store, J->s.run_id, t->fits, key, t->epsilon)))
+			t->logged_fits = t->fits;
+	}
 	*got = n;
 free_results:
 	ms_results_free(r, n);
@@ -373,15 +394,17 @@ static int check_opts(const tn_opts *o, int *feat)
 {
 	if ((*feat = feat_kind_parse(o->feature)) < 0)
 		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve)", o->feature);
-	if (strcmp(o->model, "xgb") && strcmp(o->model, "none"))
-		return tk_seterr(TK_EINVAL, "unknown model '%s' (xgb, none)", o->model);
-	if (strcmp(o->search, "sa") && strcmp(o->search, "random") && strcmp(o->search, "grid"))
-		return tk_seterr(TK_EINVAL, "unknown search '%s' (sa, random, grid)", o->search);
+	if (strcmp(o->model, "xgb") && strcmp(o->model, "rfei") && strcmp(o->model, "none"))
+		return tk_seterr(TK_EINVAL, "unknown model '%s' (xgb, rfei, none)", o->model);
+	if (!tn_annealing(o) && strcmp(o->search, "random") && strcmp(o->search, "grid"))
+		return tk_seterr(TK_EINVAL, "unknown search '%s' (sa, csa, random, grid)", o->search);
+	if (!strcmp(o->search, "csa") && strcmp(o->model, "rfei"))
+		return tk_seterr(TK_EINVAL, "csa needs a model with uncertainty: --model rfei");
 	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
 		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
 	if (o->transfer_from[0] && (strcmp(o->model, "xgb") || strcmp(o->search, "sa")))
 		return tk_seterr(TK_EINVAL, "transfer learning needs the xgb model and sa search");
-	if (o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
+	if (!(o->time_budget >= 0) || o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
 	    o->epsilon > 1 || o->diversity < 0 || o->early_stop < 0 || o->sa.chains < 1 ||
 	    o->sa.iters < 1 || o->sa.early_stop < 1)
 		return tk_seterr(TK_EINVAL, "tuning option out of range");
@@ -441,8 +464,8 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 			goto done;
 	} else {
 		char method[64], *params = tn_opts_format(o, ntask, task, weight);
-		if (!strcmp(o->search, "sa"))
-			snprintf(method, sizeof method, "tune/%s+sa", o->model);
+		if (tn_annealing(o))
+			snprintf(method, sizeof method, "tune/%s+%s", o->model, o->search);
 		else
 			snprintf(method, sizeof method, "tune/%s", o->search);
 		if (!params) {
@@ -490,7 +513,8 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 			goto done;
 
 	/* the budget */
-	while (J.used < o->trials) {
+	J.clock0 = job_clock(&J);
+	while (J.used < o->trials && !out_of_time(&J)) {
 		int ti = ntask == 1 ? (J.tk[0]->done ? -1 : 0) : pick_task(J.tk, ntask, &J.tk[0]->rng);
 		if (ti < 0)
 			break; /* every task done */
@@ -498,7 +522,7 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 		int64_t left = o->round;
 		if (ntask == 1)
 			left = o->trials - J.used;
-		while (left > 0 && J.used < o->trials && !t->done) {
+		while (left > 0 && J.used < o->trials && !t->done && !out_of_time(&J)) {
 			int want = o->batch, got;
 			if (want > left)
 				want = (int)left;

@@ -35,6 +35,8 @@
 
 typedef struct tn_opts {
 	int64_t trials;           /* total budget of measurements */
+	double time_budget;       /* seconds (simulated when replayed) for this
+	                             invocation, checked between batches; 0: none */
 	char model[16];           /* "xgb" or "none" */
 	char search[16];          /* "sa", "random", "grid" */
 	char feature[16];         /* "itervar", "knob", "curve" */

@@ -6,6 +6,8 @@
 #ifndef TK_TUNE_INT_H
 #define TK_TUNE_INT_H
 
+#include <string.h>
+
 #include "features/feature.h"
 #include "model/xgb.h"
 #include "tune.h"
@@ -49,6 +51,9 @@ typedef struct tn_task {
 	double base_w;        /* its weight in the last fit: 1 / 2^(records / 64) */
 	sr_sa *sa;
 	int64_t grid_pos;     /* grid search cursor */
+	double epsilon;       /* random share of each plan: o->epsilon, or with
+	                         csa AdaTune's contextual value after each fit */
+	int logged_fits;      /* fits whose epsilon is in the run log */
 
 	/* model-free annealing */
 	int nchain;
@@ -63,6 +68,16 @@ typedef struct tn_task {
 	double hist[8];       /* best latency after each of the last rounds */
 	int nhist;
 } tn_task;
+
+/* Annealing on a score (sa, csa), and annealing on a cost model. */
+static inline int tn_annealing(const tn_opts *o)
+{
+	return !strcmp(o->search, "sa") || !strcmp(o->search, "csa");
+}
+static inline int tn_model_based(const tn_opts *o)
+{
+	return tn_annealing(o) && strcmp(o->model, "none");
+}
 
 /* The context every part of a job sees. */
 typedef struct tn_ctx {
@@ -90,7 +105,13 @@ double tuner_throughput(const tn_task *t, const ms_result *r);
 typedef struct tn_model tn_model;
 int model_new(tn_ctx *C, tn_task *t, tn_model **out);
 int model_fit(tn_ctx *C, tn_task *t, tn_model *m);
+/* Scores for the search: xgb's prediction, or for rfei the expected
+ * positive improvement of the ensemble's mean and deviation. */
 int model_predict(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, int n, float *out);
+/* rfei: the ensemble's mean and standard deviation of the normalised
+ * throughput (zeros before the first fit). */
+int model_predict_dist(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, int n,
+                       float *mu, float *sd);
 void model_free(tn_model *m);
 /* Features of configurations of t (cached). out has n * d floats. */
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);

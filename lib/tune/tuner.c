@@ -116,6 +116,30 @@ static int score(void *p, const sp_config *c, int n, float *out)
 	return model_predict(s->C, s->t, s->t->model, c, n, out);
 }
 
+#define CSA_K 64 /* unmeasured configurations epsilon is estimated on */
+
+/* AdaTune's contextual epsilon: the ensemble's mean standard deviation on
+ * CSA_K random unmeasured configurations over the best measured throughput
+ * (1 in the model's normalised units), clamped to [0, 1]. */
+static int context_epsilon(tn_ctx *C, tn_task *t)
+{
+	sp_config c[CSA_K];
+	float mu[CSA_K], sd[CSA_K];
+	int k = 0, rc;
+	while (k < CSA_K && random_unvisited(t, &c[k]))
+		k++;
+	if (k == 0)
+		return TK_OK;
+	if ((rc = model_predict_dist(C, t, t->model, c, k, mu, sd)))
+		return rc;
+	double s = 0;
+	for (int i = 0; i < k; i++)
+		s += sd[i];
+	t->epsilon = s / k;
+	t->epsilon = t->epsilon < 0 ? 0 : t->epsilon > 1 ? 1 : t->epsilon;
+	return TK_OK;
+}
+
 /* Fit the model and plan the next plan_size trials. */
 static int replan(tn_ctx *C, tn_task *t)
 {
@@ -123,6 +147,8 @@ static int replan(tn_ctx *C, tn_task *t)
 	if (!t->model && (rc = model_new(C, t, &t->model)))
 		return rc;
 	if ((rc = model_fit(C, t, t->model)))
+		return rc;
+	if (!strcmp(C->o->search, "csa") && t->nx > 0 && (rc = context_epsilon(C, t)))
 		return rc;
 	if (!t->sa && (rc = sr_sa_new(t->space, &C->o->sa, &t->sa)))
 		return rc;
@@ -185,7 +211,7 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 		rc = anneal_next(C, t, want, out, n);
 	} else {
 		/* ModelBasedTuner.next_batch */
-		int eps = (int)(o->epsilon * o->plan_size);
+		int eps = (int)(t->epsilon * o->plan_size);
 		while (*n < want && !space_exhausted(t) && !rc) {
 			sp_config c;
 			while (t->plan_pt < t->nplan &&
@@ -208,7 +234,7 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 int tuner_start(tn_ctx *C, tn_task *t)
 {
 	int rc = TK_OK;
-	if (t->base && t->fits == 0 && !strcmp(C->o->search, "sa") && strcmp(C->o->model, "none")) {
+	if (t->base && t->fits == 0 && tn_model_based(C->o)) {
 		/* AutoTVM plans the first trials on the base model alone and does
 		 * not count that as a fit: the first refit still comes at plan_size */
 		rc = replan(C, t);
@@ -245,12 +271,12 @@ int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, 
 		t->xc[t->nx] = c[i];
 		t->ys[t->nx++] = (float)y;
 	}
-	if (!strcmp(o->search, "sa") && !strcmp(o->model, "none"))
+	if (tn_annealing(o) && !strcmp(o->model, "none"))
 		anneal_update(C, t, c, r, n);
 	if (o->early_stop > 0 && t->trials - t->last_improve >= o->early_stop)
 		t->done = 1;
 	/* ModelBasedTuner.update: refit once plan_size more records arrived */
-	if (!strcmp(o->search, "sa") && strcmp(o->model, "none") &&
+	if (tn_model_based(o) &&
 	    t->nx >= o->plan_size * (t->fits + 1) && t->best_thr > 0)
 		return replan(C, t);
 	return TK_OK;

@@ -181,5 +181,18 @@ TEST(test_teardown)
 	te_prog_free(prog);
 }
 
-UNIT_MAIN(test_setup, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
+/* Expected improvement against values computed by hand from the standard
+ * normal's tables: Phi(0.4) = 0.6554217, phi(0.4) = 0.3682701. */
+TEST(test_ei_closed_form)
+{
+	CHECK_NEAR(sr_ei(1.2, 0.5, 1.0), 0.2 * 0.6554217 + 0.5 * 0.3682701, 1e-6);
+	CHECK_NEAR(sr_ei(0.8, 0.5, 1.0), -0.2 * (1 - 0.6554217) + 0.5 * 0.3682701, 1e-6);
+	CHECK_NEAR(sr_ei(1.0, 1.0, 1.0), 0.3989423, 1e-6);   /* sigma phi(0) */
+	CHECK_NEAR(sr_ei(1.3, 0.0, 1.0), 0.3, 1e-12);        /* sigma = 0: max(0, mu - best) */
+	CHECK_NEAR(sr_ei(0.7, 0.0, 1.0), 0.0, 1e-12);
+	CHECK(sr_ei(-5.0, 0.1, 1.0) >= 0);                    /* never negative */
+	CHECK(sr_ei(0.9, 0.3, 1.0) > sr_ei(0.9, 0.1, 1.0));   /* uncertainty is worth something */
+}
+
+UNIT_MAIN(test_setup, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
           test_diverse, test_sa_small_space_is_exhausted_cleanly, test_teardown)

@@ -1,0 +1,71 @@
+#!/bin/sh
+# AdaTune in the tuning loop: the rfei surrogate, contextual simulated
+# annealing's epsilon, and repeatable seeded replays, on two synthetic
+# Kernel Tuner spaces: one whose times follow the knobs smoothly, one whose
+# times are noise (there the ensemble must disagree more).
+. "$(dirname "$0")/lib.sh"
+
+# gen MODE: a Kernel Tuner cache file of 16 x 16 configurations
+gen() {
+	awk -v mode="$1" 'BEGIN {
+		srand(7)
+		printf "{\"device_name\": \"synthetic %s\", \"kernel_name\": \"synth\", ", mode
+		printf "\"problem_size\": [64, 64], \"tune_params_keys\": [\"a\", \"b\"], \"tune_params\": {"
+		for (k = 0; k < 2; k++) {
+			printf "%s\"%s\": [", k ? ", " : "", k ? "b" : "a"
+			for (v = 0; v < 16; v++) printf "%s%d", v ? ", " : "", v
+			printf "]"
+		}
+		printf "}, \"objective\": \"time\", \"cache\": {"
+		for (a = 0; a < 16; a++) for (b = 0; b < 16; b++) {
+			t = mode == "smooth" ? 1 + a / 8 + b / 16 : 0.5 + 4 * rand()
+			printf "%s\"%d,%d\": {\"a\": %d, \"b\": %d, \"time\": %.6f, \"GFLOP/s\": %.6f}", \
+				sep, a, b, a, b, t, 1 / t
+			sep = ", "
+		}
+		print "}}"
+	}'
+}
+
+test_expect_success 'import a smooth and a noisy synthetic space' '
+	gen smooth >smooth.json && gen noisy >noisy.json &&
+	tunekit import --db data.db kernel-tuner smooth.json noisy.json >out &&
+	test $(grep -c "256 records (0 invalid)" out) -eq 2
+'
+
+csa() {
+	tunekit tune -q --db "$1" --replay data.db --replay-hardware "kt:synthetic $2" \
+		--task kt:synth:64x64 --feature knob --model rfei --search csa --trials 96 \
+		--plan-size 16 --seed ${3:-1}
+}
+
+test_expect_success 'rfei+csa runs, and a seeded replay repeats exactly' '
+	csa a.db smooth | cut -f 3-10 >a &&
+	csa b.db smooth | cut -f 3-10 >b &&
+	test_cmp a b && test $(tsv_count a) -eq 96 &&
+	csa c.db smooth 2 | cut -f 3-10 >c && ! cmp -s a c &&
+	test "$(sqlite3 a.db "SELECT method FROM run")" = "tune/rfei+csa"
+'
+
+test_expect_success 'epsilon is logged per fit, in [0, 1], and rises when the ensemble disagrees' '
+	csa n.db noisy >/dev/null &&
+	for db in a.db n.db; do
+		sqlite3 $db "SELECT COUNT(*), MIN(value) >= 0 AND MAX(value) <= 1, AVG(value)
+		             FROM run_log WHERE key = '\''epsilon:kt:synth:64x64'\''" || return 1
+	done >eps &&
+	cat eps &&
+	awk -F"|" "NR == 1 { s = \$3 } NR == 2 { n = \$3 } \$1 < 4 || \$2 != 1 { bad = 1 }
+		END { exit bad || !(n > 2 * s) }" eps
+'
+
+test_expect_success 'rfei with plain sa, and csa without rfei is refused' '
+	tunekit tune -q --db s.db --replay data.db --replay-hardware "kt:synthetic smooth" \
+		--task kt:synth:64x64 --feature knob --model rfei --search sa --trials 40 --plan-size 16 >out &&
+	test $(tsv_count out) -eq 40 &&
+	test "$(sqlite3 s.db "SELECT COUNT(*) FROM run_log")" -eq 0 &&
+	test_expect_code 2 tunekit tune --db s.db --replay data.db --task kt:synth:64x64 \
+		--feature knob --model xgb --search csa --trials 8 2>err &&
+	grep -q "csa needs a model with uncertainty" err
+'
+
+test_done
