@@ -68,4 +68,40 @@ test_expect_success 'rfei with plain sa, and csa without rfei is refused' '
 	grep -q "csa needs a model with uncertainty" err
 '
 
+test_expect_success 'the adaptive evaluator keeps micro-batches and stops under the cap' '
+	tunekit measure -q --db ae.db --task dense:m=64,n=64,k=64 --sample 4 \
+		--number 100 --repeat 5 --evaluator adaptive >out &&
+	test $(tsv_count out) -eq 4 &&
+	test "$(sqlite3 ae.db "SELECT COUNT(*) FROM measurement
+		WHERE valid AND number = 50 AND nrepeat BETWEEN 3 AND 10")" -eq 4 &&
+	tunekit measure -q --db ae.db --task dense:m=64,n=64,k=64 --sample 2 --seed 2 \
+		--number 100 --repeat 5 --evaluator adaptive --microbatch 25 --cv 0 >out &&
+	test "$(sqlite3 ae.db "SELECT COUNT(*) FROM measurement
+		WHERE valid AND number = 25 AND nrepeat = 20")" -eq 2 &&
+	tunekit measure -q --db ae.db --task dense:m=64,n=64,k=64 --sample 2 --seed 3 \
+		--number 100 --repeat 5 --evaluator fixed >out &&
+	test "$(sqlite3 ae.db "SELECT COUNT(*) FROM measurement
+		WHERE valid AND number = 100 AND nrepeat = 5")" -eq 2
+'
+
+test_expect_success 'tune passes the evaluator on, names it in the method, and keeps it for --resume' '
+	tunekit tune -q --db ae.db --task dense:m=64,n=64,k=64 --model none --search random \
+		--trials 4 --number 100 --repeat 5 --evaluator adaptive --cv 0 >out &&
+	test "$(sqlite3 ae.db "SELECT method FROM run ORDER BY id DESC LIMIT 1")" = tune/random+adaptive &&
+	test "$(sqlite3 ae.db "SELECT COUNT(*) FROM measurement WHERE run_id =
+		(SELECT MAX(id) FROM run) AND number = 50 AND nrepeat = 10")" -eq 4 &&
+	sqlite3 ae.db "SELECT params FROM run ORDER BY id DESC LIMIT 1" >params &&
+	grep -qx adaptive=1 params && grep -qx cv=0 params && grep -qx microbatch=50 params
+'
+
+test_expect_success 'bad evaluator options exit 2' '
+	test_expect_code 2 tunekit measure --db ae.db --task dense:m=8,n=8,k=8 --naive \
+		--evaluator sometimes 2>err && grep -q "unknown evaluator" err &&
+	test_expect_code 2 tunekit measure --db ae.db --task dense:m=8,n=8,k=8 --naive --cv -1 &&
+	test_expect_code 2 tunekit measure --db ae.db --task dense:m=8,n=8,k=8 --naive --microbatch 0 &&
+	test_expect_code 2 tunekit tune --db ae.db --task dense:m=8,n=8,k=8 --evaluator x 2>err &&
+	grep -q "unknown evaluator" err &&
+	test_expect_code 2 tunekit tune --db ae.db --task dense:m=8,n=8,k=8 --microbatch -3
+'
+
 test_done

@@ -50,6 +50,42 @@ void run_opts_default(run_opts *o)
 	o->warmup = 1;
 	o->flush_cache = 0;
 	o->timeout_s = 10;
+	o->adaptive = 0;
+	o->microbatch = 50;
+	o->cv = 0.1;
+}
+
+int run_opts_evaluator(run_opts *o, const char *name)
+{
+	if (!strcmp(name, "fixed") || !strcmp(name, "adaptive")) {
+		o->adaptive = name[0] == 'a';
+		return TK_OK;
+	}
+	return tk_seterr(TK_EINVAL, "unknown evaluator '%s' (fixed or adaptive)", name);
+}
+
+double run_cv(const double *times, int n)
+{
+	double thr[RUN_MAXREPEAT], s = 0, ss = 0;
+	if (n < 2)
+		return 0;
+	if (n > RUN_MAXREPEAT)
+		n = RUN_MAXREPEAT;
+	int lo = 0, hi = 0;
+	for (int i = 0; i < n; i++) {
+		thr[i] = 1 / times[i];
+		if (thr[i] < thr[lo]) lo = i;
+		if (thr[i] > thr[hi]) hi = i;
+	}
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (n <= 4 || (i != lo && i != hi))
+			s += thr[i], m++;
+	double mean = s / m;
+	for (int i = 0; i < n; i++)
+		if (n <= 4 || (i != lo && i != hi))
+			ss += (thr[i] - mean) * (thr[i] - mean);
+	return sqrt(ss / m) / mean;
 }
 
 /* ---- child ---------------------------------------------------------- */
@@ -209,13 +245,33 @@ static void child_measure(const char *so_path, const run_io *io,
 			    time_calls(f, bufs, ws, number) * 1e3 >= o->min_repeat_ms)
 				break;
 	}
-	r->number = (int)number;
-	for (int k = 0; k < o->repeat; k++) {
-		if (flush)
-			flush_caches(flush, k);
-		r->times[k] = time_calls(f, bufs, ws, number) / (double)number;
+	if (o->adaptive) {
+		/* The cap of number x repeat calls, in at most RUN_MAXREPEAT batches. */
+		long cap = number * o->repeat, b = o->microbatch;
+		if (b > cap)
+			b = cap;
+		if (b * RUN_MAXREPEAT < cap)
+			b = (cap + RUN_MAXREPEAT - 1) / RUN_MAXREPEAT;
+		int k = 0;
+		while (k < RUN_MAXREPEAT && (k + 1) * b <= cap) {
+			if (flush)
+				flush_caches(flush, k);
+			r->times[k] = time_calls(f, bufs, ws, b) / (double)b;
+			k++;
+			if (k >= 3 && run_cv(r->times, k) < o->cv)
+				break;
+		}
+		r->number = (int)b;
+		r->nrepeat = k;
+	} else {
+		r->number = (int)number;
+		for (int k = 0; k < o->repeat; k++) {
+			if (flush)
+				flush_caches(flush, k);
+			r->times[k] = time_calls(f, bufs, ws, number) / (double)number;
+		}
+		r->nrepeat = o->repeat;
 	}
-	r->nrepeat = o->repeat;
 
 	if (!check_output(out, io, " after repeated calls", &r->max_err, r->msg, sizeof r->msg))
 		goto out;
@@ -331,6 +387,7 @@ int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
 {
 	assert(so_path && t && io && o && r);
 	assert(o->repeat >= 1 && o->repeat <= RUN_MAXREPEAT && o->number >= 0);
+	assert(!o->adaptive || (o->microbatch >= 1 && o->cv >= 0));
 	assert(o->timeout_s > 0 && o->warmup >= 0);
 	assert(io->out_n > 0 && io->ref && io->refabs && io->nin >= 0);
 	assert(t->threads >= 1);

@@ -15,7 +15,12 @@
  * output with NaN, calls the kernel once, compares, then times it:
  * `warmup` untimed calls, then `repeat` repeats of `number` calls each
  * (number chosen so a repeat lasts at least min_repeat_ms when number is 0),
- * optionally flushing the caches between repeats. A crash, a hang, a missing
+ * optionally flushing the caches between repeats. With `adaptive` set (AdaTune's
+ * adaptive evaluator) the same number x repeat calls are a cap instead: the
+ * calls come in micro-batches of `microbatch`, and timing stops once there are
+ * at least 3 and the coefficient of variation of the per-batch throughputs
+ * (run_cv) is under `cv`; the result then has number = the batch size and
+ * nrepeat = the batches run. A crash, a hang, a missing
  * symbol or a wrong answer is reported in the result, not as an error of the
  * call. Only one kernel runs at a time.
  */
@@ -36,11 +41,23 @@ typedef struct run_opts {
 	int warmup;           /* untimed calls after the checked call */
 	int flush_cache;      /* write a buffer larger than the LLC between repeats */
 	double timeout_s;     /* wall time limit of the whole child */
+	int adaptive;         /* stop early on a low coefficient of variation */
+	int microbatch;       /* calls per micro-batch of the adaptive evaluator */
+	double cv;            /* its stopping threshold */
 } run_opts;
 
 /* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 1, no flush,
- * timeout 10 s. */
+ * timeout 10 s; fixed evaluator (adaptive: micro-batches of 50, CV 0.1). */
 void run_opts_default(run_opts *o);
+
+/* Set o->adaptive from an evaluator name, "fixed" or "adaptive". Returns
+ * TK_EINVAL (with the message set) for any other name. */
+int run_opts_evaluator(run_opts *o, const char *name);
+
+/* Coefficient of variation (population standard deviation over mean) of the
+ * throughputs 1/times[i], i < n, with the smallest and largest dropped when
+ * n > 4, as AdaTune's code does. 0 when n < 2. */
+double run_cv(const double *times, int n);
 
 /* What one task's kernels read and must produce; built once per task by the
  * caller and shared (read-only) by every run. */

@@ -50,6 +50,8 @@ char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const doubl
 	             "warmup=%d\nflush_cache=%d\ntimeout=%.17g\n", o->ms.jobs, o->ms.build_timeout,
 	             o->ms.run.number, o->ms.run.repeat, o->ms.run.min_repeat_ms, o->ms.run.warmup,
 	             o->ms.run.flush_cache, o->ms.run.timeout_s);
+	tk_sb_printf(&sb, "adaptive=%d\nmicrobatch=%d\ncv=%.17g\n", o->ms.run.adaptive,
+	             o->ms.run.microbatch, o->ms.run.cv);
 	for (int i = 0; i < ntask; i++)
 		tk_sb_printf(&sb, "task=%.17g %s\n", weight ? weight[i] : 1.0, task[i]);
 	return tk_sb_take(&sb);
@@ -115,6 +117,8 @@ int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double
 		INT("number", o->ms.run.number) INT("repeat", o->ms.run.repeat)
 		DBL("min_repeat_ms", o->ms.run.min_repeat_ms) INT("warmup", o->ms.run.warmup)
 		INT("flush_cache", o->ms.run.flush_cache) DBL("timeout", o->ms.run.timeout_s)
+		INT("adaptive", o->ms.run.adaptive) INT("microbatch", o->ms.run.microbatch)
+		DBL("cv", o->ms.run.cv)
 #undef INT
 #undef DBL
 #undef STR
@@ -465,9 +469,11 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 	} else {
 		char method[64], *params = tn_opts_format(o, ntask, task, weight);
 		if (tn_annealing(o))
-			snprintf(method, sizeof method, "tune/%s+%s", o->model, o->search);
+			snprintf(method, sizeof method, "tune/%s+%s%s", o->model, o->search,
+			         o->ms.run.adaptive ? "+adaptive" : "");
 		else
-			snprintf(method, sizeof method, "tune/%s", o->search);
+			snprintf(method, sizeof method, "tune/%s%s", o->search,
+			         o->ms.run.adaptive ? "+adaptive" : "");
 		if (!params) {
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto done;

@@ -72,6 +72,18 @@ static const char k_pinned[] = "#define _GNU_SOURCE\n#include <sched.h>\n" ABI N
 	"{ cpu_set_t s; sched_getaffinity(0, sizeof s, &s);\n"
 	"  float bad = CPU_COUNT(&s) == 1 ? 0.0f : 9.0f;\n"
 	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f + bad; }\n";
+/* About 100 us a call, every call alike. */
+static const char k_steady[] = ABI NOWS KERNEL
+	"{ for (int r = 0; r < 100; r++) {\n"
+	"    for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f;\n"
+	"    __asm__ volatile(\"\" ::: \"memory\"); } }\n";
+/* The same, but every other run of 50 calls is four times slower: injected
+ * jitter that no number of 50-call micro-batches averages away. */
+static const char k_jitter[] = ABI NOWS KERNEL
+	"{ static long c; int rep = (c++ / 50) % 2 ? 400 : 100;\n"
+	"  for (int r = 0; r < rep; r++) {\n"
+	"    for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f;\n"
+	"    __asm__ volatile(\"\" ::: \"memory\"); } }\n";
 /* OpenMP, right only with 2 threads. */
 static const char k_omp[] = "#include <omp.h>\n" ABI NOWS KERNEL
 	"{ float bad = omp_get_max_threads() == 2 ? 0.0f : 7.0f;\n"
@@ -384,10 +396,11 @@ TEST(test_build_parallel)
 
 /* Build all the run tests' kernels at once, in this order. */
 enum { K_GOOD, K_GOOD2, K_SEGV, K_LOOP, K_WRONG, K_UNWRITTEN, K_NOSYM, K_ABORT, K_BADABI,
-       K_EXIT, K_STATEFUL, K_OVERRUN, K_HUGEWS, K_WS, K_PINNED, NKERNEL };
+       K_EXIT, K_STATEFUL, K_OVERRUN, K_HUGEWS, K_WS, K_PINNED, K_STEADY, K_JITTER,
+       NKERNEL };
 static const char *const kernel_src[NKERNEL] = {
 	k_good, k_good2, k_segv, k_loop, k_wrong, k_unwritten, k_nosym, k_abort, k_badabi,
-	k_exit, k_stateful, k_overrun, k_hugews, k_ws, k_pinned,
+	k_exit, k_stateful, k_overrun, k_hugews, k_ws, k_pinned, k_steady, k_jitter,
 };
 static build_job kernels[NKERNEL];
 
@@ -462,6 +475,67 @@ TEST(test_run_ok)
 	CHECK_EQ_INT(run1(K_PINNED, &o), MEAS_OK);
 	if (res.error)
 		fprintf(stderr, "pinned kernel: %s\n", res.msg);
+}
+
+TEST(test_run_cv)
+{
+	double same[3] = { 2e-3, 2e-3, 2e-3 };
+	CHECK(run_cv(same, 3) == 0);
+	CHECK(run_cv(same, 1) == 0);
+	/* Throughputs 1, 2: mean 1.5, population deviation 0.5. */
+	double two[2] = { 1, 0.5 };
+	CHECK(fabs(run_cv(two, 2) - 1.0 / 3) < 1e-12);
+	/* With more than 4, the extremes (throughputs 100 and 0.01) are dropped. */
+	double five[5] = { 0.01, 1, 0.5, 1, 100 };
+	double m = (1 + 2 + 1) / 3.0, sd = sqrt((2 * (1 - m) * (1 - m) + (2 - m) * (2 - m)) / 3);
+	CHECK(fabs(run_cv(five, 5) - sd / m) < 1e-12);
+}
+
+TEST(test_run_adaptive)
+{
+	run_opts o;
+	run_opts_default(&o);
+	CHECK_EQ_INT(o.adaptive, 0);
+	CHECK_EQ_INT(o.microbatch, 50);
+	CHECK(o.cv == 0.1);
+	o.adaptive = 1;
+	o.number = 100;
+	o.repeat = 5; /* a cap of 500 calls: 10 micro-batches of 50 */
+	/* A steady kernel stops well before the cap (3 batches unless the
+	 * machine stutters: one of three tries must); each batch's time is kept. */
+	for (int try = 0; try < 3; try++) {
+		CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+		if (res.nrepeat < 10)
+			break;
+	}
+	CHECK_EQ_INT(res.number, 50);
+	CHECK(res.nrepeat >= 3 && res.nrepeat < 10);
+	CHECK(run_cv(res.times, res.nrepeat) < 0.1);
+	/* A kernel with jitter at the scale of the batches runs to the cap. */
+	CHECK_EQ_INT(run1(K_JITTER, &o), MEAS_OK);
+	CHECK_EQ_INT(res.number, 50);
+	CHECK_EQ_INT(res.nrepeat, 10);
+	CHECK(run_cv(res.times, 10) > 0.1);
+	/* The fixed evaluator on the same kernel makes number x repeat calls. */
+	o.adaptive = 0;
+	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+	CHECK_EQ_INT(res.number, 100);
+	CHECK_EQ_INT(res.nrepeat, 5);
+	/* A cap below one micro-batch is one short batch; a cap of more than
+	 * RUN_MAXREPEAT batches makes the batches larger. */
+	o.adaptive = 1;
+	o.number = 10;
+	o.repeat = 2;
+	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+	CHECK_EQ_INT(res.number, 20);
+	CHECK_EQ_INT(res.nrepeat, 1);
+	o.number = 192;
+	o.repeat = 1;
+	o.microbatch = 2;
+	o.cv = 0; /* never satisfied: runs to the cap */
+	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+	CHECK_EQ_INT(res.number, 3);
+	CHECK_EQ_INT(res.nrepeat, RUN_MAXREPEAT);
 }
 
 TEST(test_run_crashes)
@@ -599,5 +673,6 @@ static void teardown(void)
 
 UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_default_cache, test_build_cache, test_build_error, test_build_timeout,
-          test_build_parallel, test_run_build_kernels, test_run_ok, test_run_crashes,
+          test_build_parallel, test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
+          test_run_crashes,
           test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)
