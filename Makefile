@@ -110,6 +110,13 @@ bench: tunekit $(BUILD)/bench/features
 	$(BUILD)/bench/features 1000
 	sh tests/bench/search.sh ./tunekit $(BUILD)/bench 10 2000
 
+# AdaTune's ablation on real measurements: 3 tasks x 4 methods x SEEDS x BUDGET
+# seconds (about 1 h 50 min with the defaults).
+ADATUNE_SEEDS ?= 3
+ADATUNE_BUDGET ?= 180
+bench-adatune: tunekit
+	sh tests/bench/adatune.sh ./tunekit $(BUILD)/bench/adatune $(ADATUNE_SEEDS) $(ADATUNE_BUDGET)
+
 install: tunekit
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 755 tunekit $(DESTDIR)$(BINDIR)/tunekit
@@ -123,6 +130,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test demo bench install uninstall clean
+.PHONY: all deps test demo bench bench-adatune install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -319,28 +319,37 @@ int xgb_predict(xgb_model *m, const float *x, int n, int d, float *out)
 int xgb_predict_margin(xgb_model *m, const float *x, int n, int d, const float *margin,
                        float *out)
 {
+	return xgb_predict_many(&m, 1, x, n, d, margin, out);
+}
+
+int xgb_predict_many(xgb_model *const *m, int nm, const float *x, int n, int d,
+                     const float *margin, float *out)
+{
 	DMatrixHandle dm;
 	const float *pred;
 	bst_ulong len = 0;
 	int rc = TK_OK;
 
-	assert(m && (n == 0 || (x && out)));
+	assert(m && nm >= 1 && (n == 0 || (x && out)));
 	if (n == 0)
 		return TK_OK;
-	if (n < 0 || d != m->d)
-		return tk_seterr(TK_EINVAL, "xgboost: the model takes %d features per row, not %d",
-		                 m->d, d);
+	for (int k = 0; k < nm; k++)
+		if (n < 0 || d != m[k]->d)
+			return tk_seterr(TK_EINVAL, "xgboost: the model takes %d features per row, "
+			                 "not %d", m[k]->d, d);
+	/* One matrix for every model: making it costs more than a prediction. */
 	if (XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)d, NAN, &dm))
 		return xgb_err(TK_EIO, "cannot create a matrix");
 	if (margin && XGDMatrixSetFloatInfo(dm, "base_margin", margin, (bst_ulong)n))
 		rc = xgb_err(TK_EIO, "cannot set base margins");
-	if (!rc)
-		rc = predict_dmat(m->h, dm, &pred, &len);
-	if (!rc && len != (bst_ulong)n)
-		rc = tk_seterr(TK_EIO, "xgboost: %llu predictions for %d rows",
-		               (unsigned long long)len, n);
-	if (!rc)
-		memcpy(out, pred, sizeof *out * (size_t)n);
+	for (int k = 0; k < nm && !rc; k++) {
+		rc = predict_dmat(m[k]->h, dm, &pred, &len);
+		if (!rc && len != (bst_ulong)n)
+			rc = tk_seterr(TK_EIO, "xgboost: %llu predictions for %d rows",
+			               (unsigned long long)len, n);
+		if (!rc)
+			memcpy(out + (size_t)k * (size_t)n, pred, sizeof *out * (size_t)n);
+	}
 	XGDMatrixFree(dm);
 	return rc;
 }

@@ -63,6 +63,10 @@ int xgb_predict(xgb_model *m, const float *x, int n, int d, float *out);
  * with xgb_data.margin. */
 int xgb_predict_margin(xgb_model *m, const float *x, int n, int d, const float *margin,
                        float *out);
+/* The same for nm models of one feature length at once, model k's
+ * predictions into out[k*n .. k*n+n). */
+int xgb_predict_many(xgb_model *const *m, int nm, const float *x, int n, int d,
+                     const float *margin, float *out);
 /* Serialise (xgboost's own format, UBJSON) into a malloc'd buffer. */
 int xgb_save(xgb_model *m, void **buf, size_t *len);
 /* Load what xgb_save() wrote; TK_ECORRUPT if libxgboost rejects it. */

@@ -274,20 +274,17 @@ int model_predict_dist(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, i
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)n * (size_t)d);
-	float *p = malloc(sizeof *p * (size_t)n);
+	float *p = malloc(sizeof *p * (size_t)n * (size_t)m->nens);
 	double *s1 = calloc((size_t)n, sizeof *s1), *s2 = calloc((size_t)n, sizeof *s2);
 	if (!x || !p || !s1 || !s2)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
-	else
-		rc = model_features(C, t, c, n, x, &d);
-	for (int k = 0; !rc && k < m->nens; k++) {
-		if ((rc = xgb_predict(m->ens[k], x, n, d, p)))
-			break;
+	else if (!(rc = model_features(C, t, c, n, x, &d)))
+		rc = xgb_predict_many(m->ens, m->nens, x, n, d, NULL, p);
+	for (int k = 0; !rc && k < m->nens; k++)
 		for (int i = 0; i < n; i++) {
-			s1[i] += p[i];
-			s2[i] += (double)p[i] * p[i];
+			s1[i] += p[(size_t)k * (size_t)n + i];
+			s2[i] += (double)p[(size_t)k * (size_t)n + i] * p[(size_t)k * (size_t)n + i];
 		}
-	}
 	for (int i = 0; !rc && i < n; i++) {
 		double mean = s1[i] / m->nens, var = s2[i] / m->nens - mean * mean;
 		mu[i] = (float)mean;

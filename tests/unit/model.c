@@ -164,6 +164,12 @@ static void learn_and_reload(const char *objective)
 		CHECK_EQ_INT(xgb_rounds(m2), rounds);
 		CHECK_EQ_INT(xgb_predict(m2, xt, NT, SD, p2), TK_OK);
 		CHECK(memcmp(p, p2, sizeof p) == 0);
+		/* several models on one matrix: each as if predicted alone */
+		static float pm[3 * NT];
+		xgb_model *three[3] = { m, m2, m };
+		CHECK_EQ_INT(xgb_predict_many(three, 3, xt, NT, SD, NULL, pm), TK_OK);
+		for (int k = 0; k < 3; k++)
+			CHECK(memcmp(pm + k * NT, p, sizeof p) == 0);
 	}
 	/* a damaged payload is refused, not crashed on */
 	xgb_model *bad = NULL;
