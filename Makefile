@@ -5,6 +5,8 @@
 #   make test       unit tests (tests/unit) and command-line tests (tests/t*.sh)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make bench      benchmarks (not in CI)
+#   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
+#                   (not in CI; needs make bench-deps, as root, once)
 #   make install    install to $(DESTDIR)$(PREFIX)
 
 PREFIX ?= /usr/local
@@ -117,6 +119,25 @@ ADATUNE_BUDGET ?= 180
 bench-adatune: tunekit
 	sh tests/bench/adatune.sh ./tunekit $(BUILD)/bench/adatune $(ADATUNE_SEEDS) $(ADATUNE_BUDGET)
 
+# The kernel benchmark (issue 4): tune each workload, export the best kernel
+# and time it against OpenBLAS or oneDNN in one process, with the FP32 peak;
+# prints one table (tests/bench/kernels.sh). The store is kept outside
+# $(BUILD) so that a re-run resumes. OpenBLAS and oneDNN are needed by the
+# benchmark only: tunekit does not link them and `make deps` leaves them out.
+BENCH_TRIALS ?= 300
+BENCH_THREADS ?= 1 2
+BENCH_DB ?= bench-kernels.db
+BENCH_DEBIAN_PACKAGES = libopenblas-dev libdnnl-dev
+
+bench-kernels: tunekit
+	BENCH_TRIALS='$(BENCH_TRIALS)' BENCH_THREADS='$(BENCH_THREADS)' \
+	BENCH_DB='$(BENCH_DB)' WORKLOADS='$(WORKLOADS)' CC='$(CC)' \
+		sh tests/bench/kernels.sh ./tunekit $(BUILD)/bench/kernels
+
+bench-deps:
+	apt-get update -qq
+	apt-get install -y --no-install-recommends $(BENCH_DEBIAN_PACKAGES)
+
 install: tunekit
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 755 tunekit $(DESTDIR)$(BINDIR)/tunekit
@@ -130,6 +151,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test demo bench bench-adatune install uninstall clean
+.PHONY: all deps test demo bench bench-adatune bench-kernels bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -1,0 +1,260 @@
+#!/bin/sh
+# Kernel benchmark (make bench-kernels; not a test, not in CI; issue 4): are
+# the kernels tunekit finds as fast as the libraries a CPU user would call?
+# For each workload and thread count: tune it (xgb+sa, a fixed budget), export
+# the best kernel, build tests/bench/kernels/driver.c against it, and time it
+# against OpenBLAS (dense, batch_matmul) or oneDNN (conv2d, depthwise_conv2d)
+# in one process, interleaved, median of rounds, after checking its output
+# against the library's. The FP32 peak comes from tests/bench/kernels/peak.c.
+# Prints one table, the geometric means per group and issue 4's targets.
+#
+# The store keeps everything across workloads and runs: a workload with at
+# least BENCH_TRIALS records for its target is not tuned again, one with
+# fewer gets the rest of the budget. The tuning seconds shown are the
+# durations of the runs that measured the workload, from the store.
+#
+# usage: kernels.sh TUNEKIT WORKDIR
+# environment:
+#   BENCH_TRIALS   tuning budget per workload and thread count (default 300)
+#   BENCH_THREADS  thread counts, kernels tuned for --target cpu:threads=N (default "1 2")
+#   WORKLOADS      tasks separated by blanks (default: GEMM 256^3..2048^3, the
+#                  BERT-base shapes at sequence length 128, the distinct
+#                  convolutions of ResNet-18 and depthwise ones of MobileNet-V2)
+#   BENCH_DB       the record store (default WORKDIR/kernels.db)
+#   BENCH_ROUNDS   interleaved rounds of the driver (default 7)
+#   BENCH_LOCK     every command that times kernels runs under flock(1) on this
+#                  file, so that benchmarks on one machine do not overlap
+#                  (default /tmp/tunekit-measure.lock; empty: no lock)
+#   CC             compiler of peak and the driver (default cc)
+# Groups for the means, by operator: dense with m = n = k is GEMM, other
+# dense and batch_matmul BERT, conv2d ResNet-18, depthwise_conv2d MobileNet-V2.
+set -e
+[ $# -eq 2 ] || { echo "usage: kernels.sh TUNEKIT WORKDIR" >&2; exit 2; }
+TK=$1 DIR=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+NETS=$HERE/../../data/networks
+TRIALS=${BENCH_TRIALS:-300}
+THREADS=${BENCH_THREADS:-1 2}
+DB=${BENCH_DB:-$DIR/kernels.db}
+ROUNDS=${BENCH_ROUNDS:-7}
+LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
+CC=${CC:-cc}
+mkdir -p "$DIR"
+
+if [ -z "$WORKLOADS" ]; then
+	WORKLOADS="dense:m=256,n=256,k=256 dense:m=512,n=512,k=512
+dense:m=1024,n=1024,k=1024 dense:m=2048,n=2048,k=2048
+dense:m=128,n=768,k=768 dense:m=128,n=3072,k=768 dense:m=128,n=768,k=3072
+batch_matmul:b=12,m=128,n=128,k=64
+$(awk -F'\t' '$2 ~ /^conv2d:/ && !seen[$2]++ { print $2 }' "$NETS/resnet-18.tsv")
+$(awk -F'\t' '$2 ~ /^depthwise_conv2d:/ && !seen[$2]++ { print $2 }' "$NETS/mobilenet-v2.tsv")"
+fi
+
+say() { echo "kernels.sh: $*" >&2; }
+
+# Run a command that times kernels, under the machine's measurement lock.
+locked() {
+	if [ -n "$LOCK" ]; then
+		flock "$LOCK" "$@"
+	else
+		"$@"
+	fi
+}
+
+# ---- build peak and check the libraries -----------------------------------
+BLAS_CFLAGS=$(pkg-config --cflags openblas 2>/dev/null || true)
+BLAS_LIBS=$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+DRV_CFLAGS="-O2 -march=native -fopenmp -Wall $BLAS_CFLAGS"
+DRV_LIBS="$BLAS_LIBS -ldnnl -lm"
+$CC -O2 -march=native -pthread -o "$DIR/peak" "$HERE/kernels/peak.c"
+# shellcheck disable=SC2086 # the flags are word-split on purpose
+if ! $CC $DRV_CFLAGS -DKERNEL=none -c -o "$DIR/driver-check.o" "$HERE/kernels/driver.c"; then
+	say "cannot compile the driver: OpenBLAS and oneDNN headers missing? Run 'make bench-deps' as root."
+	exit 1
+fi
+rm -f "$DIR/driver-check.o"
+command -v sqlite3 >/dev/null || say "no sqlite3: every workload is tuned from scratch (make deps installs it)"
+
+say "peak: FMA throughput, threads $THREADS"
+# shellcheck disable=SC2086
+locked "$DIR/peak" $THREADS >"$DIR/peak.tsv"
+
+# ---- tune, export, build, time --------------------------------------------
+RES=$DIR/results.tsv
+printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\n' >"$RES"
+
+# The best exported kernel of task $1 for target $2 into $3: prints
+# "TASKKEY<tab>HW<tab>NAME", or nothing when the store has no valid record.
+export_best() {
+	"$TK" export -q --db "$DB" --target "$2" --task "$1" --out "$3" 2>/dev/null |
+		awk -F'\t' 'NR == 2 { print $2 "\t" $4 "\t" $5 }' || true
+}
+
+# sqlite3 on the store, or nothing without it
+sq() {
+	if command -v sqlite3 >/dev/null && [ -f "$DB" ]; then
+		sqlite3 "$DB" "$1"
+	fi
+}
+
+# Records of task $1 on hardware $2, and the seconds of the runs that made them.
+meas_of() {
+	echo "FROM measurement m JOIN config c ON c.id = m.config_id
+	      JOIN task t ON t.id = c.task_id WHERE t.key = '$1' AND m.hardware_id = $2"
+}
+records() { sq "SELECT count(*) $(meas_of "$1" "$2")"; }
+tune_seconds() {
+	sq "SELECT printf('%.0f', coalesce(sum(ended - started), 0)) FROM run WHERE id IN
+	    (SELECT DISTINCT m.run_id $(meas_of "$1" "$2"))"
+}
+
+for T in $THREADS; do
+	target=cpu:threads=$T
+	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $2 }' "$DIR/peak.tsv")
+	for W in $WORKLOADS; do
+		tmp=$DIR/export.tmp
+		rm -rf "$tmp"
+		best=$(export_best "$W" "$target" "$tmp")
+		n=0
+		[ -n "$best" ] && n=$(records "$(echo "$best" | cut -f1)" "$(echo "$best" | cut -f2)")
+		n=${n:-0}
+		if [ "$n" -lt "$TRIALS" ]; then
+			say "$W, $T thread(s): tuning $((TRIALS - n)) trials ($n in the store)"
+			locked "$TK" tune -q --db "$DB" --target "$target" --task "$W" \
+				--trials $((TRIALS - n)) --seed 1 >/dev/null ||
+				say "$W, $T thread(s): tune failed"
+			rm -rf "$tmp"
+			best=$(export_best "$W" "$target" "$tmp")
+		else
+			say "$W, $T thread(s): $n records in the store, not tuned again"
+		fi
+		if [ -z "$best" ]; then
+			printf '%s\t%s\tno kernel\t-\t-\t-\t%s\t-\t-\n' "$W" "$T" "$peak" >>"$RES"
+			continue
+		fi
+		key=$(echo "$best" | cut -f1) hw=$(echo "$best" | cut -f2) name=$(echo "$best" | cut -f3)
+		secs=$(tune_seconds "$key" "$hw" || true)
+		kdir=$DIR/t$T/$name
+		rm -rf "$kdir"
+		mkdir -p "$DIR/t$T"
+		mv "$tmp" "$kdir"
+		# shellcheck disable=SC2086
+		if ! make -s -C "$kdir" "$name.o" >"$kdir/build.log" 2>&1 ||
+		   ! $CC $DRV_CFLAGS -DKERNEL="$name" -o "$kdir/driver" "$HERE/kernels/driver.c" \
+			"$kdir/$name.o" $DRV_LIBS >>"$kdir/build.log" 2>&1; then
+			say "$key, $T thread(s): build failed, see $kdir/build.log"
+			printf '%s\t%s\tbuild failed\t-\t-\t-\t%s\t%s\t-\n' "$key" "$T" "$peak" \
+				"${secs:--}" >>"$RES"
+			continue
+		fi
+		say "$key, $T thread(s): timing $name against the library"
+		st=0
+		locked "$kdir/driver" -r "$ROUNDS" "$key" "$T" >"$kdir/driver.out" || st=$?
+		if [ $st -eq 0 ]; then
+			grep -v '^#' "$kdir/driver.out" | awk -F'\t' -v p="$peak" -v s="${secs:--}" \
+				'NR == 2 { print $1 "\t" $2 "\tok\t" $7 "\t" $8 "\t" \
+				           ($6 == "-" ? "-" : sprintf("%.2f", $3 / $6 * 1e-9)) "\t" \
+				           p "\t" s "\t" $10 }' >>"$RES"
+		else
+			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
+			printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\n' "$key" "$T" \
+				"$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" "$peak" \
+				"${secs:--}" >>"$RES"
+		fi
+	done
+done
+
+# ---- the table ------------------------------------------------------------
+awk -F'\t' -v trials="$TRIALS" -v rounds="$ROUNDS" -v peakfile="$DIR/peak.tsv" '
+function group(task,   a, m, n, k) {
+	if (task ~ /^depthwise_conv2d:/) return "MobileNet-V2 depthwise"
+	if (task ~ /^conv2d:/) return "ResNet-18 conv"
+	if (task ~ /^batch_matmul:/) return "BERT"
+	if (task ~ /^dense:/) {
+		m = task; sub(/.*[:,]m=/, "", m); sub(/,.*/, "", m)
+		n = task; sub(/.*[:,]n=/, "", n); sub(/,.*/, "", n)
+		k = task; sub(/.*[:,]k=/, "", k); sub(/,.*/, "", k)
+		return (m == n && n == k) ? "GEMM" : "BERT"
+	}
+	return "other"
+}
+NR == 1 { next }
+{
+	row++
+	task[row] = $1; thr[row] = $2; st[row] = $3; tk[row] = $4; lib[row] = $5
+	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9
+	g = group($1)
+	if ($3 == "ok") {
+		key = g SUBSEP $2
+		if (!(key in n)) { gorder[++ng] = key }
+		n[key]++
+		lr[key] += log($4 / $5); lt[key] += log($4); ll[key] += log($5)
+		lp[key] += log($4 / $7)
+		if (g == "GEMM" && $1 ~ /(^|[:,])m=1024(,|$)/ && $1 ~ /[:,]n=1024(,|$)/ &&
+		    $1 ~ /[:,]k=1024(,|$)/)
+			gemm1024[$2] = $4 / $5
+	}
+	if (!($2 in seenthr)) { seenthr[$2] = 1; thrs[++nthr] = $2 }
+	if ($8 != "-") tunetot += $8
+}
+END {
+	while ((getline line < peakfile) > 0) {
+		split(line, f, "\t")
+		if (line ~ /^# FP32 peak: /) peakdesc = substr(line, 14)
+		else if (f[1] ~ /^[0-9]+$/) peaks = peaks sprintf(", %s thread%s %s GFLOPS", f[1],
+		                                                   f[1] > 1 ? "s" : "", f[2])
+	}
+	printf "Kernels against the libraries: tunekit (xgb+sa, %d trials per workload and thread count)\n", trials
+	printf "vs OpenBLAS cblas_sgemm (dense; batch_matmul as a loop of sgemm) and oneDNN (convolutions,\n"
+	printf "formats chosen by oneDNN, reorders outside the timed region; lib+ro: src/dst reorders timed\n"
+	printf "too). Median of %d interleaved rounds; GFLOPS = nominal FLOPs / median time.\n", rounds
+	printf "FP32 peak: %s (%s)\n\n", substr(peaks, 3), peakdesc
+	printf "%-62s %3s %8s %8s %8s %7s %7s %7s %7s  %s\n", "workload", "thr", "tunekit", "lib",
+	       "lib+ro", "peak", "tk/lib", "tk/peak", "tune s", "library implementation"
+	for (i = 1; i <= row; i++) {
+		if (st[i] == "ok")
+			printf "%-62s %3s %8.1f %8.1f %8s %7.1f %7.2f %7.3f %7s  %s\n", task[i], thr[i],
+			       tk[i], lib[i], ro[i] == "-" ? "-" : sprintf("%.1f", ro[i]), pk[i],
+			       tk[i] / lib[i], tk[i] / pk[i], ts[i], libname[i]
+		else
+			printf "%-62s %3s %8s %8s %8s %7.1f %7s %7s %7s  %s\n", task[i], thr[i], "-", "-",
+			       "-", pk[i], "-", "-", ts[i], toupper(st[i])
+	}
+	printf "\ntuning wall time, all rows: %d s\n", tunetot
+	printf "\n%-28s %3s %3s %8s %8s %7s %7s\n", "geometric means", "thr", "n", "tunekit",
+	       "lib", "tk/lib", "tk/peak"
+	for (i = 1; i <= ng; i++) {
+		key = gorder[i]; split(key, kk, SUBSEP)
+		printf "%-28s %3s %3d %8.1f %8.1f %7.2f %7.3f\n", kk[1], kk[2], n[key],
+		       exp(lt[key] / n[key]), exp(ll[key] / n[key]), exp(lr[key] / n[key]),
+		       exp(lp[key] / n[key])
+	}
+	full["GEMM"] = 4; full["BERT"] = 4; full["ResNet-18 conv"] = 11
+	full["MobileNet-V2 depthwise"] = 10
+	printf "\n%-44s %3s %8s %7s  %s\n", "target (issue 4)", "thr", "measured", "needed", "result"
+	for (t = 1; t <= nthr; t++) {
+		th = thrs[t]
+		target("GEMM 1024^3 vs OpenBLAS", th, (th in gemm1024) ? gemm1024[th] : "", 0.85, "")
+		tgt("BERT shapes, geomean vs OpenBLAS", "BERT", th, 1.0)
+		tgt("ResNet-18 convolutions, geomean vs oneDNN", "ResNet-18 conv", th, 1.0)
+		tgt("MobileNet-V2 depthwise, geomean vs oneDNN", "MobileNet-V2 depthwise", th, 1.0)
+	}
+}
+function tgt(what, g, th, need,   key) {
+	key = g SUBSEP th
+	if (!(key in n))
+		target(what, th, "", need, "")
+	else
+		target(what, th, exp(lr[key] / n[key]), need,
+		       n[key] < full[g] ? sprintf(" [%d of %d workloads]", n[key], full[g]) : "")
+}
+function target(what, th, got, need, note,   verdict) {
+	if (got == "") {
+		printf "%-44s %3s %8s %7.2f  %s\n", what, th, "-", need, "not run"
+		return
+	}
+	verdict = got >= need ? "pass" : \
+		sprintf("FAIL, short by %.2f (needs %.2fx faster)", need - got, need / got)
+	printf "%-44s %3s %8.2f %7.2f  %s%s\n", what, th, got, need, verdict, note
+}
+' "$RES" | tee "$DIR/table.txt"

@@ -1,0 +1,213 @@
+/*
+ * peak: the FP32 peak of this CPU as an FMA-throughput microbenchmark, the
+ * physical limit `make bench-kernels` compares every kernel with. Each thread
+ * runs CHAINS independent accumulator chains of vector fused multiply-adds,
+ * acc = acc * x + y, enough to cover the FMA latency times the number of FMA
+ * pipes, so the loop is bound by FMA throughput alone. The vector width is
+ * the widest the compiler targets (build with -march=native): __m512 with
+ * AVX-512F, __m256 with AVX2 and FMA, else scalar mul+add.
+ *
+ *   usage: peak [-r ROUNDS] [-s SECONDS] [THREADS...]    (default 1 2)
+ *
+ * For each thread count it runs ROUNDS rounds of about SECONDS each, all
+ * threads released together by a barrier, and prints the median over the
+ * rounds as a TSV line: threads, GFLOPS of all threads, GFLOPS per thread,
+ * and the minimum and maximum round. Lines starting with '#' describe the
+ * method. Exit status 0 on success, 2 on a bad command line, 1 if a thread
+ * cannot be started.
+ */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXTHREADS 64
+#define MAXROUNDS 101
+
+#if defined(__AVX512F__)
+#define ISA "avx512 (__m512, _mm512_fmadd_ps)"
+#define LANES 16
+#define CHAINS 16 /* of 32 registers: 2 FMA pipes x 4 cycles latency, twice over */
+typedef __m512 vec;
+#define VSET1(x) _mm512_set1_ps(x)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUM(a) _mm512_reduce_add_ps(a)
+#define FLOPS_PER_OP 2
+#elif defined(__AVX2__) && defined(__FMA__)
+#define ISA "avx2+fma (__m256, _mm256_fmadd_ps)"
+#define LANES 8
+#define CHAINS 12 /* of 16 registers; 2 constants */
+typedef __m256 vec;
+#define VSET1(x) _mm256_set1_ps(x)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm256_add_ps(a, b)
+static float vsum(__m256 a)
+{
+	float f[8];
+	_mm256_storeu_ps(f, a);
+	return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
+}
+#define VSUM(a) vsum(a)
+#define FLOPS_PER_OP 2
+#else
+#define ISA "scalar (no AVX2+FMA at compile time: mul+add)"
+#define LANES 1
+#define CHAINS 8
+typedef float vec;
+#define VSET1(x) (x)
+#define VFMA(a, b, c) ((a) * (b) + (c))
+#define VADD(a, b) ((a) + (b))
+#define VSUM(a) (a)
+#define FLOPS_PER_OP 2
+#endif
+
+/* Loaded at run time so that the compiler cannot fold the chains. The fixed
+ * point of acc = acc * x + y is y / (1 - x) = 1: no overflow, no denormals. */
+static volatile float vol_x = 0.999999f, vol_y = 0.000001f;
+
+/* Run iters steps of CHAINS chains; returns their sum so none is dead. */
+static float __attribute__((noinline)) fma_loop(long iters)
+{
+	vec x = VSET1(vol_x), y = VSET1(vol_y);
+	vec a[CHAINS];
+	for (int c = 0; c < CHAINS; c++)
+		a[c] = VSET1((float)c / CHAINS);
+	for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 16
+		for (int c = 0; c < CHAINS; c++)
+			a[c] = VFMA(a[c], x, y);
+	}
+	vec s = a[0];
+	for (int c = 1; c < CHAINS; c++)
+		s = VADD(s, a[c]);
+	return VSUM(s);
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct worker {
+	pthread_t tid;
+	pthread_barrier_t *start;
+	long iters;
+	float sink;
+} worker;
+
+static void *worker_main(void *p)
+{
+	worker *w = p;
+	pthread_barrier_wait(w->start);
+	w->sink = fma_loop(w->iters);
+	return NULL;
+}
+
+/* Seconds for nthread threads to each run iters steps, from the barrier
+ * that releases them until the last one is joined. Exits with status 1 if a
+ * thread cannot be started (the others wait at the barrier). */
+static double run_round(int nthread, long iters)
+{
+	worker w[MAXTHREADS];
+	pthread_barrier_t start;
+	double t0;
+
+	if (pthread_barrier_init(&start, NULL, (unsigned)nthread + 1)) {
+		fprintf(stderr, "peak: cannot create a barrier\n");
+		exit(1);
+	}
+	for (int i = 0; i < nthread; i++) {
+		w[i].start = &start;
+		w[i].iters = iters;
+		if (pthread_create(&w[i].tid, NULL, worker_main, &w[i])) {
+			fprintf(stderr, "peak: cannot start thread %d of %d\n", i + 1, nthread);
+			exit(1);
+		}
+	}
+	pthread_barrier_wait(&start);
+	t0 = now();
+	for (int i = 0; i < nthread; i++)
+		pthread_join(w[i].tid, NULL);
+	double t = now() - t0;
+	pthread_barrier_destroy(&start);
+	return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: peak [-r ROUNDS] [-s SECONDS] [THREADS...]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = 7, nthreads[MAXTHREADS], nt = 0, opt;
+	double seconds = 0.3;
+	char *end;
+
+	while ((opt = getopt(argc, argv, "r:s:")) != -1) {
+		switch (opt) {
+		case 'r':
+			rounds = (int)strtol(optarg, &end, 10);
+			if (*end || rounds < 1 || rounds > MAXROUNDS)
+				usage();
+			break;
+		case 's':
+			seconds = strtod(optarg, &end);
+			if (*end || !(seconds > 0 && seconds <= 60))
+				usage();
+			break;
+		default:
+			usage();
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		long v = strtol(argv[i], &end, 10);
+		if (*end || v < 1 || v > MAXTHREADS || nt == MAXTHREADS)
+			usage();
+		nthreads[nt++] = (int)v;
+	}
+	if (!nt) {
+		nthreads[nt++] = 1;
+		nthreads[nt++] = 2;
+	}
+
+	/* Steps per round: calibrated on one thread. */
+	long iters = 1L << 20;
+	double t;
+	while ((t = run_round(1, iters)) < 0.05)
+		iters *= 2;
+	iters = (long)((double)iters * seconds / t) + 1;
+	double flops1 = (double)iters * CHAINS * LANES * FLOPS_PER_OP;
+
+	printf("# FP32 peak: %s, %d independent chains per thread, "
+	       "%d rounds of %.2f s, median\n", ISA, CHAINS, rounds, seconds);
+	printf("threads\tgflops\tgflops_per_thread\tmin_gflops\tmax_gflops\n");
+	for (int i = 0; i < nt; i++) {
+		double g[MAXROUNDS];
+		for (int r = 0; r < rounds; r++) {
+			t = run_round(nthreads[i], iters);
+			g[r] = flops1 * nthreads[i] / t * 1e-9;
+		}
+		qsort(g, (size_t)rounds, sizeof g[0], cmp_double);
+		double med = g[rounds / 2];
+		if (rounds % 2 == 0)
+			med = 0.5 * (g[rounds / 2 - 1] + g[rounds / 2]);
+		printf("%d\t%.1f\t%.1f\t%.1f\t%.1f\n", nthreads[i], med, med / nthreads[i], g[0],
+		       g[rounds - 1]);
+	}
+	return 0;
+}
