@@ -54,6 +54,36 @@ typedef struct common_opts {
 	int help;             /* -h, --help */
 } common_opts;
 
+/* Measurement options of measure and tune, parsed into an ms_cli whose
+ * fields start unset (ms_cli_init) and then applied over the command's own
+ * starting point, so that a resumed tuning run keeps what it stored. */
+typedef struct ms_cli {
+	const char *cache_dir, *evaluator;
+	int64_t number, repeat, warmup, microbatch;  /* INT64_MIN: unset */
+	double min_repeat_ms, timeout, build_timeout, cv; /* NAN: unset */
+	int flush;
+} ms_cli;
+
+#define MS_CLI_OPTIONS(m) \
+	{ OPT_INT, "number", 0, &(m).number, "N", "calls per repeat (default 0: from --min-repeat-ms)" }, \
+	{ OPT_INT, "repeat", 0, &(m).repeat, "N", "timed repeats per kernel (default 5)" }, \
+	{ OPT_DOUBLE, "min-repeat-ms", 0, &(m).min_repeat_ms, "MS", "minimum length of a repeat (default 10)" }, \
+	{ OPT_INT, "warmup", 0, &(m).warmup, "N", "untimed calls before timing (default 1)" }, \
+	{ OPT_FLAG, "flush-cache", 0, &(m).flush, NULL, "flush the CPU caches between repeats" }, \
+	{ OPT_STRING, "evaluator", 0, &(m).evaluator, "E", "fixed (number x repeat calls) or adaptive (stop at a low CV)" }, \
+	{ OPT_DOUBLE, "cv", 0, &(m).cv, "X", "adaptive: stop once the CV of per-batch throughputs is under X (0.1)" }, \
+	{ OPT_INT, "microbatch", 0, &(m).microbatch, "N", "adaptive: calls per micro-batch (50)" }, \
+	{ OPT_DOUBLE, "timeout", 0, &(m).timeout, "S", "limit of one kernel run in seconds (default 10)" }, \
+	{ OPT_DOUBLE, "build-timeout", 0, &(m).build_timeout, "S", "limit of one compilation in seconds" }, \
+	{ OPT_STRING, "cache-dir", 0, &(m).cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" }
+
+struct ms_opts;
+struct tk_ctx;
+void ms_cli_init(ms_cli *m);
+/* Apply the options that were given over *mo. Returns 0, or the exit status
+ * after a one-line error when a value is out of range. */
+int ms_cli_apply(struct tk_ctx *ctx, const ms_cli *m, struct ms_opts *mo);
+
 /* ---- commands ------------------------------------------------------------ */
 
 enum {

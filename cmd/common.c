@@ -3,12 +3,14 @@
  * subcommands share (see cmd.h).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "measure/measure.h"
 
 volatile sig_atomic_t tk_interrupted;
 
@@ -394,4 +396,39 @@ const char *fmt_num(char *buf, const char *fmt, double v)
 {
 	snprintf(buf, 32, fmt, v);
 	return buf;
+}
+
+/* ---- measurement options ------------------------------------------------ */
+
+void ms_cli_init(ms_cli *m)
+{
+	memset(m, 0, sizeof *m);
+	m->number = m->repeat = m->warmup = m->microbatch = INT64_MIN;
+	m->min_repeat_ms = m->timeout = m->build_timeout = m->cv = NAN;
+}
+
+int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
+{
+	run_opts *r = &mo->run;
+	if (m->cache_dir) mo->cache_dir = m->cache_dir;
+	if (m->evaluator && run_opts_evaluator(r, m->evaluator))
+		return tk_fail(ctx, TK_EINVAL, NULL);
+	if (m->flush) r->flush_cache = 1;
+	/* out-of-range values become an impossible setting, caught below */
+#define SET_INT(f, v) if ((v) != INT64_MIN) f = (v) < INT32_MIN || (v) > INT32_MAX ? -1 : (int)(v);
+	SET_INT(r->number, m->number)
+	SET_INT(r->repeat, m->repeat)
+	SET_INT(r->warmup, m->warmup)
+	SET_INT(r->microbatch, m->microbatch)
+#undef SET_INT
+	if (!isnan(m->min_repeat_ms)) r->min_repeat_ms = m->min_repeat_ms;
+	if (!isnan(m->timeout)) r->timeout_s = m->timeout;
+	if (!isnan(m->build_timeout)) mo->build_timeout = m->build_timeout;
+	if (!isnan(m->cv)) r->cv = m->cv;
+	if (r->number < 0 || r->repeat < 1 || r->repeat > RUN_MAXREPEAT || r->warmup < 0 ||
+	    r->microbatch < 1 || !(r->min_repeat_ms >= 0) || !(r->timeout_s > 0) ||
+	    !(mo->build_timeout > 0) || !(r->cv >= 0))
+		return tk_fail(ctx, TK_EINVAL, "measurement option out of range (see '%s --help')",
+		               ctx->prog);
+	return 0;
 }

@@ -24,10 +24,10 @@ static const char *const usage[] = {
 
 static struct {
 	opt_list task, config;
-	const char *network, *cache_dir, *evaluator;
-	int64_t sample, number, repeat, warmup, batch, microbatch;
-	double min_repeat_ms, timeout, build_timeout, cv;
-	int naive, flush, emit_c, emit_ir, emit_sched;
+	const char *network;
+	int64_t sample, batch;
+	ms_cli ms;
+	int naive, emit_c, emit_ir, emit_sched;
 } o;
 
 static const opt options[] = {
@@ -39,17 +39,7 @@ static const opt options[] = {
 	{ OPT_FLAG, "emit-c", 0, &o.emit_c, NULL, "print the generated C instead of measuring" },
 	{ OPT_FLAG, "emit-ir", 0, &o.emit_ir, NULL, "print the loop-nest IR instead of measuring" },
 	{ OPT_FLAG, "emit-sched", 0, &o.emit_sched, NULL, "print the schedule primitives instead of measuring" },
-	{ OPT_INT, "number", 0, &o.number, "N", "calls per repeat (default 0: from --min-repeat-ms)" },
-	{ OPT_INT, "repeat", 0, &o.repeat, "N", "timed repeats kept per kernel (default 5)" },
-	{ OPT_DOUBLE, "min-repeat-ms", 0, &o.min_repeat_ms, "MS", "minimum length of a repeat (default 10)" },
-	{ OPT_INT, "warmup", 0, &o.warmup, "N", "untimed calls before timing (default 1)" },
-	{ OPT_FLAG, "flush-cache", 0, &o.flush, NULL, "flush the CPU caches between repeats" },
-	{ OPT_STRING, "evaluator", 0, &o.evaluator, "E", "fixed (number x repeat calls) or adaptive (stop at a low CV)" },
-	{ OPT_DOUBLE, "cv", 0, &o.cv, "X", "adaptive: stop once the CV of per-batch throughputs is under X (0.1)" },
-	{ OPT_INT, "microbatch", 0, &o.microbatch, "N", "adaptive: calls per micro-batch (50)" },
-	{ OPT_DOUBLE, "timeout", 0, &o.timeout, "S", "limit of one kernel run in seconds (default 10)" },
-	{ OPT_DOUBLE, "build-timeout", 0, &o.build_timeout, "S", "limit of one compilation (default 60)" },
-	{ OPT_STRING, "cache-dir", 0, &o.cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" },
+	MS_CLI_OPTIONS(o.ms),
 	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations built and committed together (default 16)" },
 	OPT_END_
 };
@@ -232,18 +222,8 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 	ms_opts mo;
 	ms_opts_default(&mo);
 	mo.jobs = (int)ctx->common.jobs;
-	mo.cache_dir = o.cache_dir;
-	mo.run.number = (int)o.number;
-	mo.run.repeat = (int)o.repeat;
-	mo.run.warmup = (int)o.warmup;
-	mo.run.min_repeat_ms = o.min_repeat_ms;
-	mo.run.timeout_s = o.timeout;
-	mo.run.flush_cache = o.flush;
-	mo.run.cv = o.cv;
-	mo.run.microbatch = (int)o.microbatch;
-	if (o.evaluator && (rc = run_opts_evaluator(&mo.run, o.evaluator)))
-		return tk_fail(ctx, rc, NULL);
-	mo.build_timeout = o.build_timeout;
+	if ((rc = ms_cli_apply(ctx, &o.ms, &mo)))
+		return rc;
 	prog_ctx pc = { .ctx = ctx };
 	mo.progress = on_progress;
 	mo.ctx = &pc;
@@ -336,21 +316,13 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 	work w = { 0 };
 	tk_target tg;
 	int rc, from_stdin = 0;
-	o.repeat = 5;
-	o.warmup = 1;
-	o.min_repeat_ms = 10;
-	o.timeout = 10;
-	o.build_timeout = 60;
+	ms_cli_init(&o.ms);
 	o.batch = 16;
-	o.cv = 0.1;
-	o.microbatch = 50;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	if (argc > 0)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
-	if (o.sample < 0 || o.repeat < 1 || o.repeat > RUN_MAXREPEAT || o.number < 0 ||
-	    o.warmup < 0 || o.batch < 1 || o.timeout <= 0 || o.build_timeout <= 0 ||
-	    o.min_repeat_ms < 0 || o.cv < 0 || o.microbatch < 1 || o.microbatch > INT32_MAX)
+	if (o.sample < 0 || o.batch < 1)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_target_parse(ctx->common.target, &tg)))
 		return tk_fail(ctx, rc, NULL);

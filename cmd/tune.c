@@ -27,11 +27,12 @@ static const char *const usage[] = {
 static struct {
 	opt_list task;
 	const char *network, *model, *search, *feature, *objective, *transfer, *replay,
-	           *replay_hw, *cache_dir, *evaluator;
+	           *replay_hw;
 	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
-	        number, repeat, warmup, run, microbatch;
-	double epsilon, min_repeat_ms, timeout, build_timeout, time_budget, cv;
-	int resume, flush;
+	        run;
+	double epsilon, time_budget;
+	ms_cli ms;
+	int resume;
 } o;
 
 static const opt options[] = {
@@ -57,17 +58,7 @@ static const opt options[] = {
 	{ OPT_STRING, "replay-hardware", 0, &o.replay_hw, "HW", "hardware key or id in the replay store" },
 	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
 	{ OPT_INT, "run", 0, &o.run, "ID", "with --resume: the run to continue" },
-	{ OPT_INT, "number", 0, &o.number, "N", "calls per repeat (default 0: from --min-repeat-ms)" },
-	{ OPT_INT, "repeat", 0, &o.repeat, "N", "timed repeats per kernel (default 5)" },
-	{ OPT_DOUBLE, "min-repeat-ms", 0, &o.min_repeat_ms, "MS", "minimum length of a repeat (default 10)" },
-	{ OPT_INT, "warmup", 0, &o.warmup, "N", "untimed calls before timing (default 1)" },
-	{ OPT_FLAG, "flush-cache", 0, &o.flush, NULL, "flush the CPU caches between repeats" },
-	{ OPT_STRING, "evaluator", 0, &o.evaluator, "E", "fixed (number x repeat calls) or adaptive (stop at a low CV)" },
-	{ OPT_DOUBLE, "cv", 0, &o.cv, "X", "adaptive: stop once the CV of per-batch throughputs is under X (0.1)" },
-	{ OPT_INT, "microbatch", 0, &o.microbatch, "N", "adaptive: calls per micro-batch (50)" },
-	{ OPT_DOUBLE, "timeout", 0, &o.timeout, "S", "limit of one kernel run in seconds (default 10)" },
-	{ OPT_DOUBLE, "build-timeout", 0, &o.build_timeout, "S", "limit of one compilation (default 30)" },
-	{ OPT_STRING, "cache-dir", 0, &o.cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" },
+	MS_CLI_OPTIONS(o.ms),
 	OPT_END_
 };
 
@@ -142,22 +133,7 @@ static int apply(tk_ctx *ctx, tn_opts *t)
 	set_str(t->network, sizeof t->network, o.network);
 	t->seed = (uint64_t)ctx->common.seed;
 	t->ms.jobs = (int)ctx->common.jobs;
-	t->ms.cache_dir = o.cache_dir;
-	if (o.number >= 0) t->ms.run.number = (int)o.number;
-	if (o.repeat) t->ms.run.repeat = (int)o.repeat;
-	if (o.warmup >= 0) t->ms.run.warmup = (int)o.warmup;
-	if (o.min_repeat_ms >= 0) t->ms.run.min_repeat_ms = o.min_repeat_ms;
-	if (o.timeout > 0) t->ms.run.timeout_s = o.timeout;
-	if (o.build_timeout > 0) t->ms.build_timeout = o.build_timeout;
-	if (o.flush) t->ms.run.flush_cache = 1;
-	if (o.evaluator && run_opts_evaluator(&t->ms.run, o.evaluator))
-		return tk_fail(ctx, TK_EINVAL, NULL);
-	if (o.cv >= 0) t->ms.run.cv = o.cv;
-	if (o.microbatch) t->ms.run.microbatch = (int)o.microbatch;
-	if (t->ms.run.repeat < 1 || t->ms.run.repeat > RUN_MAXREPEAT || t->ms.run.number < 0 ||
-	    t->ms.run.warmup < 0 || t->ms.run.microbatch < 1)
-		return tk_fail(ctx, TK_EINVAL, "measurement option out of range");
-	return 0;
+	return ms_cli_apply(ctx, &o.ms, &t->ms);
 }
 
 static void summary(tk_ctx *ctx, const tn_result *r)
@@ -184,8 +160,8 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	char **task = NULL;
 	double *weight = NULL;
 	int64_t resume = 0;
-	o.epsilon = o.min_repeat_ms = o.cv = -1;
-	o.number = o.warmup = -1;
+	o.epsilon = -1;
+	ms_cli_init(&o.ms);
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	if (argc > 0)
