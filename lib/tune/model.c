@@ -152,6 +152,24 @@ void model_free(tn_model *m)
 	free(m);
 }
 
+/* One booster with AutoTVM's settings on the task's records: single-threaded,
+ * --xgb-rounds rounds, or else early stopping on the training set. */
+static int fit_one(tn_ctx *C, const char *objective, uint64_t seed, const xgb_data *train,
+                   xgb_model **out)
+{
+	xgb_params p;
+	xgb_params_default(&p, objective);
+	p.seed = seed;
+	p.nthread = 1;
+	if (C->o->xgb_rounds > 0) {
+		p.rounds = C->o->xgb_rounds;
+		p.early_stop = 0;
+	} else {
+		p.early_stop = 20;
+	}
+	return xgb_train(&p, train, p.early_stop ? train : NULL, out);
+}
+
 /* AdaTune's surrogate: RFEI_TREES boosters, each fit (squared error, so
  * that predictions are normalised throughputs) on a bootstrap resample of
  * the n rows, drawn from the task's generator. */
@@ -170,18 +188,9 @@ static int ens_fit(tn_ctx *C, tn_task *t, tn_model *m, const float *x, const flo
 			memcpy(&bx[(size_t)i * (size_t)d], &x[(size_t)j * (size_t)d], sizeof *bx * (size_t)d);
 			by[i] = y[j];
 		}
-		xgb_params p;
-		xgb_params_default(&p, "reg:squarederror");
-		p.seed = C->o->seed + (uint64_t)k;
-		p.nthread = 1;
-		if (C->o->xgb_rounds > 0) {
-			p.rounds = C->o->xgb_rounds;
-			p.early_stop = 0;
-		} else {
-			p.early_stop = 20;
-		}
 		xgb_data train = { .n = n, .d = d, .x = bx, .y = by };
-		if (!(rc = xgb_train(&p, &train, p.early_stop ? &train : NULL, &m->ens[k])))
+		if (!(rc = fit_one(C, "reg:squarederror", C->o->seed + (uint64_t)k, &train,
+		                   &m->ens[k])))
 			m->nens++;
 	}
 done:
@@ -225,16 +234,6 @@ int model_fit(tn_ctx *C, tn_task *t, tn_model *m)
 		rc = ens_fit(C, t, m, x, y, t->nx, d);
 		goto done;
 	}
-	xgb_params p;
-	xgb_params_default(&p, strcmp(C->o->objective, "reg") ? "rank:pairwise" : "reg:squarederror");
-	p.seed = C->o->seed;
-	p.nthread = 1;
-	if (C->o->xgb_rounds > 0) {
-		p.rounds = C->o->xgb_rounds;
-		p.early_stop = 0;
-	} else {
-		p.early_stop = 20;
-	}
 	unsigned group = (unsigned)t->nx;
 	xgb_data train = { .n = t->nx, .d = d, .x = x, .y = y, .ngroup = 1, .group = &group };
 	if (t->base) {
@@ -251,7 +250,8 @@ int model_fit(tn_ctx *C, tn_task *t, tn_model *m)
 		train.margin = margin;
 	}
 	xgb_model *bst;
-	if ((rc = xgb_train(&p, &train, p.early_stop ? &train : NULL, &bst)))
+	if ((rc = fit_one(C, strcmp(C->o->objective, "reg") ? "rank:pairwise" : "reg:squarederror",
+	                  C->o->seed, &train, &bst)))
 		goto done;
 	xgb_free(m->bst);
 	m->bst = bst;
@@ -274,26 +274,24 @@ int model_predict_dist(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, i
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)n * (size_t)d);
-	float *p = malloc(sizeof *p * (size_t)n * (size_t)m->nens);
-	double *s1 = calloc((size_t)n, sizeof *s1), *s2 = calloc((size_t)n, sizeof *s2);
-	if (!x || !p || !s1 || !s2)
+	float *p = malloc(sizeof *p * (size_t)n * (size_t)m->nens); /* model k's at p[k*n] */
+	if (!x || !p)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	else if (!(rc = model_features(C, t, c, n, x, &d)))
 		rc = xgb_predict_many(m->ens, m->nens, x, n, d, NULL, p);
-	for (int k = 0; !rc && k < m->nens; k++)
-		for (int i = 0; i < n; i++) {
-			s1[i] += p[(size_t)k * (size_t)n + i];
-			s2[i] += (double)p[(size_t)k * (size_t)n + i] * p[(size_t)k * (size_t)n + i];
-		}
 	for (int i = 0; !rc && i < n; i++) {
-		double mean = s1[i] / m->nens, var = s2[i] / m->nens - mean * mean;
+		double s1 = 0, s2 = 0;
+		for (int k = 0; k < m->nens; k++) {
+			double v = p[(size_t)k * (size_t)n + i];
+			s1 += v;
+			s2 += v * v;
+		}
+		double mean = s1 / m->nens, var = s2 / m->nens - mean * mean;
 		mu[i] = (float)mean;
 		sd[i] = (float)(var > 0 ? sqrt(var) : 0);
 	}
 	free(x);
 	free(p);
-	free(s1);
-	free(s2);
 	return rc;
 }
 

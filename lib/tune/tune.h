@@ -37,8 +37,8 @@ typedef struct tn_opts {
 	int64_t trials;           /* total budget of measurements */
 	double time_budget;       /* seconds (simulated when replayed) for this
 	                             invocation, checked between batches; 0: none */
-	char model[16];           /* "xgb" or "none" */
-	char search[16];          /* "sa", "random", "grid" */
+	char model[16];           /* "xgb", "rfei" or "none" */
+	char search[16];          /* "sa", "csa", "random", "grid" */
 	char feature[16];         /* "itervar", "knob", "curve" */
 	char objective[16];       /* "rank" or "reg" */
 	int plan_size;            /* 64 */
