@@ -370,20 +370,6 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int in_sorted(const int64_t *a, int64_t n, int64_t x)
-{
-	int64_t lo = 0, hi = n - 1;
-	while (lo <= hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (a[mid] == x)
-			return 1;
-		if (a[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return 0;
-}
 
 /* Store a record of a tunekit template. TK_EINVAL (the reason) when it
  * cannot be interpreted; the caller keeps the line as foreign then. */
@@ -437,7 +423,7 @@ static int import_own(at_import *im, const at_rec *r)
 	if ((rc = store_config_get(im->s, t->id, (int64_t)sp_index(t->space, &c), text.s,
 	                           sb.s ? sb.s : "", &cid)))
 		goto done;
-	if (in_sorted(h->seen, h->nseen, cid)) {
+	if (tk_sorted_has(h->seen, h->nseen, cid)) {
 		im->st->duplicates++;
 		goto done;
 	}

@@ -401,20 +401,6 @@ static int task_flops(const kt_file *kf, double *out)
 
 /* ---- the import -------------------------------------------------------------- */
 
-static int in_sorted(const int64_t *a, int64_t n, int64_t x)
-{
-	int64_t lo = 0, hi = n - 1;
-	while (lo <= hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (a[mid] == x)
-			return 1;
-		if (a[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return 0;
-}
 
 /* Keep entry (key, e), number line, as a foreign record. */
 static int add_foreign(tk_store *s, const kt_file *kf, const char *key, json_t *e, int64_t line,
@@ -488,7 +474,7 @@ static int import_entries(tk_store *s, const kt_file *kf, const char *hw_name,
 			if ((rc = store_config_get(s, task_id, (int64_t)sp_index(kf->space, &c), text.s,
 			                           "", &cid)))
 				break;
-			if (in_sorted(seen, nseen, cid)) {
+			if (tk_sorted_has(seen, nseen, cid)) {
 				st->duplicates++;
 				continue;
 			}

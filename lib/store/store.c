@@ -180,6 +180,24 @@ int store_step_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found)
 	return rc;
 }
 
+int store_step_text(tk_store *s, sqlite3_stmt *st, char **text, int *found)
+{
+	int rc = sqlite3_step(st);
+	*text = NULL;
+	*found = 0;
+	if (rc == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(st, 0);
+		*found = 1;
+		rc = TK_OK;
+		if (p && !(*text = strdup(p)))
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+	} else {
+		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	}
+	store_stmt_reset(st);
+	return rc;
+}
+
 /* Run SQL text with no results (pragmas, schema, transaction control). */
 int store_exec_sql(tk_store *s, const char *zSql)
 {

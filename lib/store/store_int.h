@@ -23,6 +23,9 @@ void store_stmt_reset(sqlite3_stmt *st);
 int store_step_done(tk_store *s, sqlite3_stmt *st);
 /* Step once: column 0 into *id and *found = 1 on a row; reset. */
 int store_step_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found);
+/* Step once: a malloc'd copy of text column 0 into *text (NULL for SQL
+ * NULL; the caller frees it) and *found = 1 on a row; reset. */
+int store_step_text(tk_store *s, sqlite3_stmt *st, char **text, int *found);
 /* Execute SQL text without results. */
 int store_exec_sql(tk_store *s, const char *zSql);
 /* A query returning one integer. */

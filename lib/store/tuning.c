@@ -30,17 +30,9 @@ int store_run_params(tk_store *s, int64_t run_id, char **params)
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, run_id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(st, 0);
-		rc = TK_OK;
-		if (p && !(*params = strdup(p)))
-			rc = tk_seterr(TK_ENOMEM, "out of memory");
-	} else if (rc == SQLITE_DONE) {
+	int found;
+	if (!(rc = store_step_text(s, st, params, &found)) && !found)
 		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)run_id);
-	} else {
-		rc = store_err(s, rc);
-	}
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -145,17 +137,9 @@ int store_task_space_json(tk_store *s, const char *task_key, char **json)
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, task_key);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(st, 0);
-		rc = TK_OK;
-		if (p && !(*json = strdup(p)))
-			rc = tk_seterr(TK_ENOMEM, "out of memory");
-	} else if (rc == SQLITE_DONE) {
+	int found;
+	if (!(rc = store_step_text(s, st, json, &found)) && !found)
 		rc = tk_seterr(TK_ENOTFOUND, "no task %s", task_key);
-	} else {
-		rc = store_err(s, rc);
-	}
 	sqlite3_finalize(st);
 	return rc;
 }

@@ -347,3 +347,18 @@ int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t
 	}
 	return TK_OK;
 }
+
+int tk_sorted_has(const int64_t *a, int64_t n, int64_t x)
+{
+	int64_t lo = 0, hi = n - 1;
+	while (lo <= hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (a[mid] == x)
+			return 1;
+		if (a[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return 0;
+}
