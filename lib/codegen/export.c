@@ -147,41 +147,6 @@ static void emit_comment_text(tk_sb *sb, const char *s)
 	}
 }
 
-static void emit_shape(tk_sb *sb, const te_tensor *t)
-{
-	tk_sb_printf(sb, "%s[", t->name);
-	for (int d = 0; d < t->ndim; d++)
-		tk_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-	tk_sb_putc(sb, ']');
-}
-
-/* The stage in the declaration syntax (as te_prog_print shows it). */
-static void stage_text(tk_sb *sb, const te_prog *p, const te_stage *st)
-{
-	tk_sb_printf(sb, "%s[", p->tensor[st->out].name);
-	for (int a = 0; a < st->nspatial; a++)
-		tk_sb_printf(sb, "%s%s:%lld", a ? ", " : "", st->axis[a].name,
-		             (long long)st->axis[a].extent);
-	tk_sb_printf(sb, "] %s ", st->accumulate ? "+=" : "=");
-	for (int r = 0; r < st->nread; r++) {
-		const te_read *rd = &st->read[r];
-		tk_sb_printf(sb, "%s%s[", r ? " * " : "", p->tensor[rd->tensor].name);
-		for (int d = 0; d < p->tensor[rd->tensor].ndim; d++) {
-			if (d)
-				tk_sb_puts(sb, ", ");
-			te_expr_print(sb, rd->idx[d], st);
-		}
-		tk_sb_putc(sb, ']');
-	}
-	if (st->naxis > st->nspatial) {
-		tk_sb_puts(sb, " over");
-		for (int a = st->nspatial; a < st->naxis; a++)
-			tk_sb_printf(sb, " %s:%lld", st->axis[a].name, (long long)st->axis[a].extent);
-	}
-	if (st->epilogue == TE_EPI_RELU)
-		tk_sb_puts(sb, " relu");
-}
-
 /* The reads of one point of stage st into v<r>_, a<r>_, at depth. */
 static void emit_reads(tk_sb *sb, const te_prog *p, const te_stage *st, int depth)
 {
@@ -251,7 +216,7 @@ static void emit_stage(tk_sb *sb, const te_prog *p, int s)
 	{
 		tk_sb line;
 		tk_sb_init(&line);
-		stage_text(&line, p, st);
+		te_stage_print(&line, p, st);
 		if (line.s)
 			emit_comment_text(sb, line.s);
 		if (line.oom)
@@ -316,10 +281,10 @@ int ex_ref_function(tk_sb *sb, const te_prog *p, const char *name)
 	             " * in double precision, as tunekit's interpreter (lib/task/ref.c) computes it.\n",
 	             name, p->key);
 	tk_sb_puts(sb, " * out: ");
-	emit_shape(sb, &p->tensor[p->output]);
+	te_tensor_print(sb, &p->tensor[p->output]);
 	for (int i = 0; i < p->ninput; i++) {
 		tk_sb_printf(sb, "; in[%d]: ", i);
-		emit_shape(sb, &p->tensor[p->input[i]]);
+		te_tensor_print(sb, &p->tensor[p->input[i]]);
 	}
 	tk_sb_puts(sb, ".\n * outabs: per output element, the sum of |terms|. Returns 0, or -1 when\n"
 	               " * out of memory. */\n");
@@ -327,7 +292,7 @@ int ex_ref_function(tk_sb *sb, const te_prog *p, const char *name)
 	for (int i = 0; i < p->ninput; i++) {
 		const te_tensor *t = &p->tensor[p->input[i]];
 		tk_sb_printf(sb, "\tconst float *t_%s = in[%d]; /* ", t->name, i);
-		emit_shape(sb, t);
+		te_tensor_print(sb, t);
 		tk_sb_puts(sb, " */\n");
 	}
 	for (int ti = 0; ti < p->ntensor; ti++) {
@@ -335,7 +300,7 @@ int ex_ref_function(tk_sb *sb, const te_prog *p, const char *name)
 		if (t->kind == TE_CONSTANT) {
 			tk_sb_printf(sb, "\tstatic const double t_%s[%lld] = { /* ", t->name,
 			             (long long)t->size);
-			emit_shape(sb, t);
+			te_tensor_print(sb, t);
 			tk_sb_puts(sb, " */");
 			for (int64_t j = 0; j < t->size; j++)
 				tk_sb_printf(sb, "%s%a", j % 8 ? ", " : (j ? ",\n\t\t" : "\n\t\t"),
@@ -344,13 +309,13 @@ int ex_ref_function(tk_sb *sb, const te_prog *p, const char *name)
 		} else if (t->kind == TE_TEMP) {
 			tk_sb_printf(sb, "\tdouble *t_%s = malloc(sizeof(double) * %lld); /* ", t->name,
 			             (long long)t->size);
-			emit_shape(sb, t);
+			te_tensor_print(sb, t);
 			tk_sb_printf(sb, " */\n\tdouble *abs_%s = malloc(sizeof(double) * %lld);\n", t->name,
 			             (long long)t->size);
 			ntemp++;
 		} else if (t->kind == TE_OUTPUT) {
 			tk_sb_printf(sb, "\tdouble *t_%s = out, *abs_%s = outabs; /* ", t->name, t->name);
-			emit_shape(sb, t);
+			te_tensor_print(sb, t);
 			tk_sb_puts(sb, " */\n");
 		}
 	}
@@ -527,11 +492,11 @@ static char *header_text(const te_prog *p, const ex_kernel *k, const ex_meta *m,
 	tk_sb_puts(&sb, " * Buffers are float32, row-major (C order), 64-byte aligned and do not\n"
 	                " * overlap:\n");
 	tk_sb_puts(&sb, " *   bufs[0]  output ");
-	emit_shape(&sb, &p->tensor[p->output]);
+	te_tensor_print(&sb, &p->tensor[p->output]);
 	tk_sb_printf(&sb, ", %lld floats\n", (long long)k->out_n);
 	for (int i = 0; i < p->ninput; i++) {
 		tk_sb_printf(&sb, " *   bufs[%d]  input  ", i + 1);
-		emit_shape(&sb, &p->tensor[p->input[i]]);
+		te_tensor_print(&sb, &p->tensor[p->input[i]]);
 		tk_sb_printf(&sb, ", %lld floats\n", (long long)k->in_n[i]);
 	}
 	tk_sb_puts(&sb, " *   ws       scratch of at least TK_");
@@ -549,7 +514,7 @@ static char *header_text(const te_prog *p, const ex_kernel *k, const ex_meta *m,
 	for (int s = 0; s < p->nstage; s++) {
 		tk_sb line;
 		tk_sb_init(&line);
-		stage_text(&line, p, &p->stage[s]);
+		te_stage_print(&line, p, &p->stage[s]);
 		tk_sb_puts(&sb, " *   ");
 		if (line.s)
 			emit_comment_text(&sb, line.s);

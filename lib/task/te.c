@@ -724,41 +724,36 @@ void te_prog_free(te_prog *p)
 	free(p);
 }
 
-void te_prog_print(tk_sb *sb, const te_prog *p)
+void te_tensor_print(tk_sb *sb, const te_tensor *t)
 {
-	static const char *kinds[] = { "input", "const", "temp", "output" };
-	tk_sb_printf(sb, "task %s\nflops %.0f\n", p->key, p->flops);
-	for (int i = 0; i < p->ntensor; i++) {
-		const te_tensor *t = &p->tensor[i];
-		tk_sb_printf(sb, "%s %s[", kinds[t->kind], t->name);
-		for (int d = 0; d < t->ndim; d++)
-			tk_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-		tk_sb_puts(sb, "]\n");
-	}
-	for (int s = 0; s < p->nstage; s++) {
-		const te_stage *st = &p->stage[s];
-		tk_sb_printf(sb, "stage %s[", p->tensor[st->out].name);
-		for (int i = 0; i < st->nspatial; i++)
-			tk_sb_printf(sb, "%s%s:%lld", i ? ", " : "", st->axis[i].name,
-			             (long long)st->axis[i].extent);
-		tk_sb_printf(sb, "] %s ", st->accumulate ? "+=" : "=");
-		for (int r = 0; r < st->nread; r++) {
-			const te_read *rd = &st->read[r];
-			tk_sb_printf(sb, "%s%s[", r ? " * " : "", p->tensor[rd->tensor].name);
-			for (int d = 0; d < p->tensor[rd->tensor].ndim; d++) {
-				if (d)
-					tk_sb_puts(sb, ", ");
-				te_expr_print(sb, rd->idx[d], st);
-			}
-			tk_sb_putc(sb, ']');
+	tk_sb_printf(sb, "%s[", t->name);
+	for (int d = 0; d < t->ndim; d++)
+		tk_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+	tk_sb_putc(sb, ']');
+}
+
+void te_stage_print(tk_sb *sb, const te_prog *p, const te_stage *st)
+{
+	tk_sb_printf(sb, "%s[", p->tensor[st->out].name);
+	for (int i = 0; i < st->nspatial; i++)
+		tk_sb_printf(sb, "%s%s:%lld", i ? ", " : "", st->axis[i].name,
+		             (long long)st->axis[i].extent);
+	tk_sb_printf(sb, "] %s ", st->accumulate ? "+=" : "=");
+	for (int r = 0; r < st->nread; r++) {
+		const te_read *rd = &st->read[r];
+		tk_sb_printf(sb, "%s%s[", r ? " * " : "", p->tensor[rd->tensor].name);
+		for (int d = 0; d < p->tensor[rd->tensor].ndim; d++) {
+			if (d)
+				tk_sb_puts(sb, ", ");
+			te_expr_print(sb, rd->idx[d], st);
 		}
-		if (st->naxis > st->nspatial) {
-			tk_sb_puts(sb, " over");
-			for (int i = st->nspatial; i < st->naxis; i++)
-				tk_sb_printf(sb, " %s:%lld", st->axis[i].name, (long long)st->axis[i].extent);
-		}
-		if (st->epilogue == TE_EPI_RELU)
-			tk_sb_puts(sb, " relu");
-		tk_sb_putc(sb, '\n');
+		tk_sb_putc(sb, ']');
 	}
+	if (st->naxis > st->nspatial) {
+		tk_sb_puts(sb, " over");
+		for (int i = st->nspatial; i < st->naxis; i++)
+			tk_sb_printf(sb, " %s:%lld", st->axis[i].name, (long long)st->axis[i].extent);
+	}
+	if (st->epilogue == TE_EPI_RELU)
+		tk_sb_puts(sb, " relu");
 }

@@ -149,7 +149,11 @@ int64_t te_expr_coeff(const te_expr *e, int ax, int *ok);
 /* Print e in the declaration syntax using the stage's axis names into sb. */
 void te_expr_print(tk_sb *sb, const te_expr *e, const te_stage *st);
 
-/* Write a human-readable listing of the program (tensors, stages) into sb. */
-void te_prog_print(tk_sb *sb, const te_prog *p);
+/* Print a tensor's name and shape, without a newline: A[64, 32] */
+void te_tensor_print(tk_sb *sb, const te_tensor *t);
+
+/* Print stage st of p in the declaration syntax, without a newline:
+ * C[i:4, j:8] += A[i, k] * B[k, j] over k:16 relu */
+void te_stage_print(tk_sb *sb, const te_prog *p, const te_stage *st);
 
 #endif
