@@ -29,7 +29,7 @@ static void help_tasks(void)
 		const te_opdecl *d = &te_ops[i];
 		const char *nl = strchr(d->text, '\n');
 		int len = nl ? (int)(nl - d->text) - 7 : 0;
-		printf("  %-18s %.*s\n  %-18s %s\n", d->name, len > 0 ? len : 0, d->text + 7, "",
+		printf("  %-22s %.*s\n  %-22s %s\n", d->name, len > 0 ? len : 0, d->text + 7, "",
 		       d->summary);
 	}
 	printf("\nExample: conv2d:c=64,h=56,w=56,k=64,pad=1\n");

@@ -474,7 +474,8 @@ static void print_vfloat(cg *g, const ir_expr *e)
 		}
 		tk_sb_putc(sb, '(');
 		print_bool(g, e->a, 0);
-		tk_sb_puts(sb, " ? ");
+		/* the cast: an unaligned load's type differs from tkvN's */
+		tk_sb_printf(sb, " ? (tkv%d)", g->vw);
 		print_vfloat(g, e->b);
 		tk_sb_printf(sb, " : (tkv%d){0})", g->vw);
 		return;

@@ -165,6 +165,13 @@ int sp_space_create(const te_prog *p, sp_space **out)
 			continue;
 		snprintf(name, sizeof name, "tile_%s", st->axis[a].name);
 		split_knob(s, name, a, st->axis[a].extent, st->axis[a].reduce ? 2 : 3);
+		if (a == st->vector && s->knob[s->nknob - 1].axis == a) {
+			/* the block is the register tile's vector, whole: 1 x 1 x E */
+			sp_knob *k = &s->knob[s->nknob - 1];
+			k->n = 1;
+			k->cand[0] = k->cand[1] = 1;
+			k->cand[2] = st->axis[a].extent;
+		}
 	}
 	enum_knob(s, "order", KR_ORDER, 2, (int64_t[]){ 0, 1 }, order_labels);
 	{
@@ -172,7 +179,7 @@ int sp_space_create(const te_prog *p, sp_space **out)
 		const char *labels[TE_MAXAXIS];
 		int n = 0;
 		for (int a = st->nspatial - 1; a >= 0; a--)
-			if (st->axis[a].extent > 1) {
+			if (st->axis[a].extent > 1 && (st->vector < 0 || a == st->vector)) {
 				vals[n] = a;
 				labels[n++] = st->axis[a].name;
 			}

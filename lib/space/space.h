@@ -19,7 +19,9 @@
  *                    whole inside a register tile), 1 = S0 R0 S1 R1 S2 (the
  *                    reduction is blocked outside the middle spatial loops)
  *   vec              the spatial axis whose inner part is innermost and
- *                    vectorised
+ *                    vectorised. An operator may fix it (`vector AXIS` in
+ *                    its declaration: the block of a blocked layout); then
+ *                    vec has that one candidate and tile_AXIS only 1x1xE
  *   unroll           auto_unroll_max_step: 0, 16, 64, 512
  *   unroll_explicit  1: unroll in the generated C; 0: leave it to the compiler
  *   pack_<input>     copy an input into a tile-ordered (and padded) layout

@@ -10,6 +10,9 @@
  *   stage OUT[AX:EXPR, ...] (+= | =) READ (* READ)* [over AX:EXPR ...] [relu]
  *                               one computation; READ is NAME[IDX, ...] over
  *                               the stage's axes; the last stage is the output
+ *   vector AXIS                 the last stage's spatial axis AXIS is always
+ *                               vectorised, whole (a blocked layout's block)
+ *   divides A B                 parameter A must divide parameter B
  *   flops EXPR                  nominal FLOPs if not the sum over stages
  *
  * EXPR: integers, names, + - * / % (floor), parentheses, and in indices
@@ -49,6 +52,17 @@ const te_opdecl te_ops[] = {
 	  "input W[k, c, r, s]\n"
 	  "stage O[b:n, f:k, y:oh, x:ow] += I[b, rc, y*stride + ry - pad, x*stride + rx - pad]"
 	  " * W[f, rc, ry, rx] over rc:c ry:r rx:s\n" },
+	{ "conv2d_nchwc", "conv2d in blocked layouts: I[n,c/cb,h,w,cb], W[k/kb,c/cb,r,s,cb,kb] -> O[n,k/kb,oh,ow,kb]",
+	  "params n=1 c h w k r=3 s=3 stride=1 pad=0 cb=16 kb=16\n"
+	  "divides cb c\n"
+	  "divides kb k\n"
+	  "let oh = (h + 2*pad - r)/stride + 1\n"
+	  "let ow = (w + 2*pad - s)/stride + 1\n"
+	  "input I[n, c/cb, h, w, cb]\n"
+	  "input W[k/kb, c/cb, r, s, cb, kb]\n"
+	  "stage O[b:n, fo:k/kb, y:oh, x:ow, fi:kb] += I[b, rco, y*stride + ry - pad, x*stride + rx - pad, rci]"
+	  " * W[fo, rco, ry, rx, rci, fi] over rco:c/cb ry:r rx:s rci:cb\n"
+	  "vector fi\n" },
 	{ "conv2d_transpose", "transposed 2-d convolution, W[c,k,r,s]",
 	  "params n=1 c h w k r=3 s=3 stride=1 pad=0\n"
 	  "let oh = (h - 1)*stride - 2*pad + r\n"
@@ -96,6 +110,16 @@ const te_opdecl te_ops[] = {
 	  "input W[c, 1, r, s]\n"
 	  "stage O[b:n, f:c, y:oh, x:ow] += I[b, f, y*stride + ry - pad, x*stride + rx - pad]"
 	  " * W[f, 0, ry, rx] over ry:r rx:s\n" },
+	{ "depthwise_conv2d_nchwc", "depthwise_conv2d in blocked layouts: I[n,c/cb,h,w,cb], W[c/cb,r,s,cb] -> O[n,c/cb,oh,ow,cb]",
+	  "params n=1 c h w r=3 s=3 stride=1 pad=0 cb=16\n"
+	  "divides cb c\n"
+	  "let oh = (h + 2*pad - r)/stride + 1\n"
+	  "let ow = (w + 2*pad - s)/stride + 1\n"
+	  "input I[n, c/cb, h, w, cb]\n"
+	  "input W[c/cb, r, s, cb]\n"
+	  "stage O[b:n, fo:c/cb, y:oh, x:ow, fi:cb] += I[b, fo, y*stride + ry - pad, x*stride + rx - pad, fi]"
+	  " * W[fo, ry, rx, fi] over ry:r rx:s\n"
+	  "vector fi\n" },
 };
 
 const int te_nops = ArraySize(te_ops);

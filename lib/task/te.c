@@ -489,6 +489,7 @@ static void stage_decl(parser *ps)
 	te_tensor *t = new_tensor(ps, ident(ps), TE_TEMP);
 	t->stage = p->nstage;
 	st->out = (int)(t - p->tensor);
+	st->vector = -1;
 	ps->st = st;
 	expect(ps, "[");
 	do
@@ -651,6 +652,24 @@ static void instantiate(parser *ps, const te_opdecl *d, const char *args)
 			const_decl(ps);
 		} else if (accept(ps, "stage")) {
 			stage_decl(ps);
+		} else if (accept(ps, "vector")) {
+			const char *id = ident(ps);
+			te_stage *st = p->nstage ? &p->stage[p->nstage - 1] : NULL;
+			int a = -1;
+			for (int i = 0; st && i < st->nspatial; i++)
+				if (!strcmp(st->axis[i].name, id))
+					a = i;
+			if (a < 0)
+				fail(ps, "vector: '%s' is not a spatial axis of the last stage", id);
+			st->vector = a;
+		} else if (accept(ps, "divides")) {
+			const char *a = ident(ps), *b = ident(ps);
+			const name *na = lookup(ps, a), *nb = lookup(ps, b);
+			if (!na || !nb)
+				fail(ps, "divides: unknown name");
+			if (nb->val % na->val)
+				fail(ps, "%s=%lld must divide %s=%lld", a, (long long)na->val, b,
+				     (long long)nb->val);
 		} else if (accept(ps, "flops")) {
 			ps->flops = cexpr(ps);
 		} else {

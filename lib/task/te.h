@@ -88,6 +88,8 @@ typedef struct te_stage {
 	int nread;
 	te_read read[TE_MAXREAD];
 	int epilogue;          /* TE_EPI_* */
+	int vector;            /* spatial axis the schedule always vectorises whole
+	                          (a blocked layout's block), -1 if free */
 	double flops;          /* 2 * domain points for products of 2 and a sum; see te.c */
 } te_stage;
 

@@ -13,7 +13,9 @@
 
 static char cache[64];
 
-static void check_task(const char *task, int nrandom, const char *target)
+/* The naive configuration (or `config` when not NULL) and nrandom random
+ * ones of task, built for target and checked against the reference. */
+static void check_configs(const char *task, const char *config, int nrandom, const char *target)
 {
 	ms_task *t;
 	tk_target tg;
@@ -36,6 +38,10 @@ static void check_task(const char *task, int nrandom, const char *target)
 	tk_rng rng;
 	tk_rng_seed(&rng, 42, tk_hash64(task, strlen(task), 0));
 	sp_naive(t->space, &c[0]);
+	if (config && sp_parse(t->space, config, &c[0])) {
+		fprintf(stderr, "%s: %s\n", config, tk_errmsg());
+		CHECK(0);
+	}
 	for (int i = 1; i < n; i++)
 		sp_sample(t->space, &rng, &c[i]);
 	rc = ms_measure(t, &tg, &o, c, n, r);
@@ -50,6 +56,11 @@ static void check_task(const char *task, int nrandom, const char *target)
 	free(r);
 	free(c);
 	ms_task_free(t);
+}
+
+static void check_task(const char *task, int nrandom, const char *target)
+{
+	check_configs(task, NULL, nrandom, target);
 }
 
 TEST(test_dense)
@@ -91,6 +102,18 @@ TEST(test_depthwise)
 	check_task("depthwise_conv2d:c=5,h=13,w=9,r=3,s=3,stride=2,pad=1", 6, "native");
 }
 
+TEST(test_blocked)
+{
+	check_task("conv2d_nchwc:c=6,h=7,w=5,k=8,cb=3,kb=4,stride=2,pad=1", 8, "native");
+	check_task("depthwise_conv2d_nchwc:c=8,h=9,w=7,cb=4,pad=1", 8, "native");
+	/* the vectorised block axis is innermost in a padded read: a guarded
+	 * vector load */
+	check_configs("depthwise_conv2d_nchwc:c=32,h=6,w=6,pad=1",
+	              "tile_fo=2x1x1;tile_y=6x1x1;tile_x=2x1x3;tile_fi=1x1x16;tile_ry=1x3;"
+	              "tile_rx=1x3;order=0;vec=fi;unroll=0;unroll_explicit=0;pack_I=0;pack_W=0", 0,
+	              "native");
+}
+
 TEST(test_winograd)
 {
 	check_task("conv2d_winograd:c=3,h=7,w=9,k=4,m=2", 4, "native");
@@ -117,4 +140,4 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_winograd, test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_winograd, test_other_targets, test_teardown)

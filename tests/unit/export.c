@@ -27,6 +27,8 @@ static const char *const tasks[] = {
 	"conv2d:c=8,h=9,w=9,k=16,r=1,s=1",
 	"conv2d_transpose:c=3,h=5,w=4,k=2,r=3,s=3,stride=2,pad=1",
 	"depthwise_conv2d:c=5,h=13,w=9,r=3,s=3,stride=2,pad=1",
+	"conv2d_nchwc:c=6,h=7,w=5,k=8,cb=3,kb=4,stride=2,pad=1",
+	"depthwise_conv2d_nchwc:c=8,h=9,w=7,cb=4,pad=1",
 	"conv2d_winograd:c=3,h=7,w=9,k=4,m=2",
 	"conv2d_winograd:c=2,h=10,w=6,k=3,m=4,pad=2",
 };

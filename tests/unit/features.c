@@ -336,7 +336,8 @@ TEST(test_every_op_fixed_length)
 		"conv1d_transpose:c=2,w=7,k=3,stride=2", "conv2d_transpose:c=2,h=5,w=3,k=3,stride=2,pad=1",
 		"depthwise_conv2d:c=3,h=7,w=5,pad=1", "conv2d_winograd:c=2,h=7,w=5,k=3",
 		"conv2d_winograd:c=8,h=14,w=14,k=8,m=4", "dense_relu:m=5,n=3,k=7", "dense:m=1,n=64,k=9",
-		"conv2d:c=3,h=9,w=9,k=4,stride=2,r=1,s=1",
+		"conv2d:c=3,h=9,w=9,k=4,stride=2,r=1,s=1", "conv2d_nchwc:c=4,h=6,w=5,k=6,cb=2,kb=3,pad=1",
+		"depthwise_conv2d_nchwc:c=6,h=7,w=5,cb=3,pad=1",
 	};
 	for (int i = 0; i < ArraySize(tasks); i++)
 		check_fixed_length(tasks[i], 30, 0);

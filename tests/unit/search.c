@@ -194,5 +194,32 @@ TEST(test_ei_closed_form)
 	CHECK(sr_ei(0.9, 0.3, 1.0) > sr_ei(0.9, 0.1, 1.0));   /* uncertainty is worth something */
 }
 
+/* A declared vector axis (the block of conv2d_nchwc) leaves one candidate
+ * for vec and for its tile, the whole block innermost; the plain conv2d
+ * keeps every spatial axis as a vec candidate. */
+TEST(test_vector_axis_fixes_the_block)
+{
+	te_prog *p;
+	sp_space *s;
+	char buf[96];
+	sp_config c;
+	CHECK_EQ_INT(te_task_parse("conv2d_nchwc:c=8,h=6,w=6,k=16,cb=4,kb=8,pad=1", &p), TK_OK);
+	CHECK_EQ_INT(sp_space_create(p, &s), TK_OK);
+	int kv = sp_knob_find(s, "vec"), kt = sp_knob_find(s, "tile_fi");
+	CHECK(kv >= 0 && kt >= 0);
+	if (kv >= 0 && kt >= 0) {
+		CHECK_EQ_INT(s->knob[kv].n, 1);
+		CHECK_EQ_INT(s->knob[kt].n, 1);
+		c.v[kv] = c.v[kt] = 0;
+		CHECK_EQ_STR(sp_value_text(s, kv, &c, buf, sizeof buf), "fi");
+		CHECK_EQ_STR(sp_value_text(s, kt, &c, buf, sizeof buf), "1x1x8");
+	}
+	sp_space_free(s);
+	te_prog_free(p);
+	kv = sp_knob_find(space, "vec");
+	CHECK(kv >= 0 && space->knob[kv].n == 3); /* conv2d: f, y, x (n = 1 is skipped) */
+}
+
 UNIT_MAIN(test_setup, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
-          test_diverse, test_sa_small_space_is_exhausted_cleanly, test_teardown)
+          test_diverse, test_sa_small_space_is_exhausted_cleanly,
+          test_vector_axis_fixes_the_block, test_teardown)

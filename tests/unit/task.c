@@ -45,7 +45,8 @@ TEST(test_parse_errors)
 		"dense:m=1,n=2,k=x", "dense:m=1,n=2,k=0", "dense:m=1,m=2,n=2,k=3",
 		"dense:m=1,n=2,k=3,", "dense:m=1, n=2,k=3", "conv2d:c=3,h=2,w=2,k=4",
 		"conv2d_winograd:c=1,h=4,w=4,k=1,m=3", "dense:m=-1,n=2,k=3", "dense:m=1,n=2,k",
-		"conv2d:c=1,h=4,w=4,k=1,pad=-1",
+		"conv2d:c=1,h=4,w=4,k=1,pad=-1", "conv2d_nchwc:c=6,h=4,w=4,k=4,cb=4,kb=2",
+		"depthwise_conv2d_nchwc:c=6,h=4,w=4", "conv2d_nchwc:c=4,h=4,w=4,k=4,cb=4,kb=3",
 	};
 	for (int i = 0; i < ArraySize(bad); i++) {
 		te_prog *p = (te_prog *)1;
@@ -65,6 +66,7 @@ TEST(test_every_op_parses)
 		"conv2d:c=2,h=5,w=6,k=3,pad=1", "conv2d_transpose:c=2,h=3,w=4,k=3,stride=2",
 		"conv2d_winograd:c=2,h=5,w=6,k=3", "conv2d_winograd:c=2,h=6,w=6,k=3,m=4",
 		"dense:m=3,n=4,k=5", "dense_relu:m=3,n=4,k=5", "depthwise_conv2d:c=3,h=5,w=5,pad=1",
+		"conv2d_nchwc:c=4,h=5,w=5,k=6,cb=2,kb=3", "depthwise_conv2d_nchwc:c=4,h=5,w=5,cb=2",
 	};
 	CHECK_EQ_INT(ArraySize(tasks), te_nops + 1);
 	for (int i = 0; i < ArraySize(tasks); i++) {
@@ -208,6 +210,75 @@ TEST(test_ref_winograd_equals_direct)
 	check_winograd(4, 7, 10, 2);
 }
 
+TEST(test_divides_message)
+{
+	te_prog *p;
+	CHECK_EQ_INT(te_task_parse("conv2d_nchwc:c=6,h=4,w=4,k=4,cb=4,kb=2", &p), TK_EINVAL);
+	CHECK_EQ_STR(tk_errmsg(), "conv2d_nchwc: cb=4 must divide c=6");
+}
+
+/* The blocked operators compute the plain ones on blocked data: inputs of
+ * the plain task reordered into the blocked layouts give the plain output,
+ * reordered. x[n][c][p] (p over hw) is y[n][c/b][p][c%b] blocked. */
+static int64_t blk(int64_t n, int64_t c, int64_t p, int64_t C, int64_t hw, int64_t b)
+{
+	return ((n * (C / b) + c / b) * hw + p) * b + c % b;
+}
+
+static void check_blocked(const char *plain, const char *blocked, int depthwise)
+{
+	te_prog *p, *q;
+	float **in;
+	double *want = reference(plain, &p, &in);
+	if (!want)
+		return;
+	CHECK_EQ_INT(te_task_parse(blocked, &q), TK_OK);
+	if (!q)
+		return;
+	const te_tensor *I = &p->tensor[p->input[0]], *W = &p->tensor[p->input[1]];
+	const te_tensor *O = &p->tensor[p->output];
+	int64_t C = I->shape[1], K = O->shape[1], hw = I->shape[2] * I->shape[3];
+	int64_t ohw = O->shape[2] * O->shape[3], rs = W->shape[2] * W->shape[3];
+	int64_t cb = q->tensor[q->input[0]].shape[4], kb = q->tensor[q->output].shape[4];
+	CHECK_NEAR(p->flops, q->flops, 0);
+	CHECK_EQ_INT(q->tensor[q->output].size, O->size);
+	float *bi[2] = { malloc((size_t)I->size * sizeof(float)),
+	                 malloc((size_t)W->size * sizeof(float)) };
+	for (int64_t n = 0; n < I->shape[0]; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t i = 0; i < hw; i++)
+				bi[0][blk(n, c, i, C, hw, cb)] = in[0][(n * C + c) * hw + i];
+	for (int64_t k = 0; k < K; k++)
+		for (int64_t c = 0; c < (depthwise ? 1 : C); c++)
+			for (int64_t i = 0; i < rs; i++) /* W[k/kb][c/cb][rs][cb][kb], W[c/cb][rs][cb] */
+				bi[1][depthwise ? blk(0, k, i, K, rs, cb)
+				                : blk(k / kb, c, i, C, rs, cb) * kb + k % kb] =
+					in[1][(k * (depthwise ? 1 : C) + c) * rs + i];
+	double *got = malloc((size_t)O->size * sizeof *got), *abs_ = malloc((size_t)O->size * sizeof *abs_);
+	CHECK_EQ_INT(ref_compute(q, (const float *const *)bi, got, abs_), TK_OK);
+	for (int64_t n = 0; n < O->shape[0]; n++)
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t i = 0; i < ohw; i++)
+				CHECK_NEAR(got[blk(n, k, i, K, ohw, kb)], want[(n * K + k) * ohw + i], 1e-12);
+	free(got);
+	free(abs_);
+	free(bi[0]);
+	free(bi[1]);
+	free(want);
+	te_prog_free(q);
+	free_inputs(p, in);
+}
+
+TEST(test_ref_blocked_equals_plain)
+{
+	check_blocked("conv2d:n=2,c=6,h=7,w=5,k=4,r=3,s=2,stride=2,pad=1",
+	              "conv2d_nchwc:n=2,c=6,h=7,w=5,k=4,r=3,s=2,stride=2,pad=1,cb=3,kb=2", 0);
+	check_blocked("conv2d:c=4,h=5,w=5,k=6,r=1,s=1",
+	              "conv2d_nchwc:c=4,h=5,w=5,k=6,r=1,s=1,cb=4,kb=6", 0);
+	check_blocked("depthwise_conv2d:n=2,c=6,h=6,w=7,stride=2,pad=1",
+	              "depthwise_conv2d_nchwc:n=2,c=6,h=6,w=7,stride=2,pad=1,cb=3", 1);
+}
+
 UNIT_MAIN(test_parse_dense, test_parse_defaults, test_parse_errors, test_every_op_parses,
           test_ref_dense_by_hand, test_ref_conv_padding_by_hand, test_ref_transpose_by_scatter,
-          test_ref_winograd_equals_direct)
+          test_ref_winograd_equals_direct, test_divides_message, test_ref_blocked_equals_plain)
