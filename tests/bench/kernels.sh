@@ -19,7 +19,10 @@
 #   BENCH_THREADS  thread counts, kernels tuned for --target cpu:threads=N (default "1 2")
 #   WORKLOADS      tasks separated by blanks (default: GEMM 256^3..2048^3, the
 #                  BERT-base shapes at sequence length 128, the distinct
-#                  convolutions of ResNet-18 and depthwise ones of MobileNet-V2)
+#                  convolutions of ResNet-18 and depthwise ones of MobileNet-V2,
+#                  these in the blocked layouts of conv2d_nchwc and
+#                  depthwise_conv2d_nchwc: 16 channels per block, or all
+#                  of them when fewer or not a multiple of 16)
 #   BENCH_DB       the record store (default WORKDIR/kernels.db)
 #   BENCH_ROUNDS   interleaved rounds of the driver (default 7)
 #   BENCH_LOCK     every command that times kernels runs under flock(1) on this
@@ -27,7 +30,8 @@
 #                  (default /tmp/tunekit-measure.lock; empty: no lock)
 #   CC             compiler of peak and the driver (default cc)
 # Groups for the means, by operator: dense with m = n = k is GEMM, other
-# dense and batch_matmul BERT, conv2d ResNet-18, depthwise_conv2d MobileNet-V2.
+# dense and batch_matmul BERT, conv2d ResNet-18, depthwise_conv2d MobileNet-V2
+# (plain or _nchwc).
 set -e
 [ $# -eq 2 ] || { echo "usage: kernels.sh TUNEKIT WORKDIR" >&2; exit 2; }
 TK=$1 DIR=$2
@@ -41,13 +45,22 @@ LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
 CC=${CC:-cc}
 mkdir -p "$DIR"
 
+# awk: the _nchwc form of a plain convolution task, 16 channels per block
+# (all of them when not a multiple of 16); kb too when k is set
+BLOCKED='function blocked(t, kb,   c, op) {
+	c = t; sub(/.*[:,]c=/, "", c); sub(/,.*/, "", c)
+	op = t; sub(/:.*/, "", op); sub(/^[^:]*:/, "", t)
+	return op "_nchwc:" t ",cb=" (c % 16 ? c : 16) (kb ? ",kb=16" : "")
+}'
 if [ -z "$WORKLOADS" ]; then
 	WORKLOADS="dense:m=256,n=256,k=256 dense:m=512,n=512,k=512
 dense:m=1024,n=1024,k=1024 dense:m=2048,n=2048,k=2048
 dense:m=128,n=768,k=768 dense:m=128,n=3072,k=768 dense:m=128,n=768,k=3072
 batch_matmul:b=12,m=128,n=128,k=64
-$(awk -F'\t' '$2 ~ /^conv2d:/ && !seen[$2]++ { print $2 }' "$NETS/resnet-18.tsv")
-$(awk -F'\t' '$2 ~ /^depthwise_conv2d:/ && !seen[$2]++ { print $2 }' "$NETS/mobilenet-v2.tsv")"
+$(awk -F'\t' "$BLOCKED"' $2 ~ /^conv2d:/ && !seen[$2]++ { print blocked($2, 1) }' \
+	"$NETS/resnet-18.tsv")
+$(awk -F'\t' "$BLOCKED"' $2 ~ /^depthwise_conv2d:/ && !seen[$2]++ { print blocked($2, 0) }' \
+	"$NETS/mobilenet-v2.tsv")"
 fi
 
 say() { echo "kernels.sh: $*" >&2; }
@@ -81,7 +94,7 @@ locked "$DIR/peak" $THREADS >"$DIR/peak.tsv"
 
 # ---- tune, export, build, time --------------------------------------------
 RES=$DIR/results.tsv
-printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\n' >"$RES"
+printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\n' >"$RES"
 
 # The best exported kernel of task $1 for target $2 into $3: prints
 # "TASKKEY<tab>HW<tab>NAME", or nothing when the store has no valid record.
@@ -129,7 +142,7 @@ for T in $THREADS; do
 			say "$W, $T thread(s): $n records in the store, not tuned again"
 		fi
 		if [ -z "$best" ]; then
-			printf '%s\t%s\tno kernel\t-\t-\t-\t%s\t-\t-\n' "$W" "$T" "$peak" >>"$RES"
+			printf '%s\t%s\tno kernel\t-\t-\t-\t%s\t-\t-\t-\n' "$W" "$T" "$peak" >>"$RES"
 			continue
 		fi
 		key=$(echo "$best" | cut -f1) hw=$(echo "$best" | cut -f2) name=$(echo "$best" | cut -f3)
@@ -143,7 +156,7 @@ for T in $THREADS; do
 		   ! $CC $DRV_CFLAGS -DKERNEL="$name" -o "$kdir/driver" "$HERE/kernels/driver.c" \
 			"$kdir/$name.o" $DRV_LIBS >>"$kdir/build.log" 2>&1; then
 			say "$key, $T thread(s): build failed, see $kdir/build.log"
-			printf '%s\t%s\tbuild failed\t-\t-\t-\t%s\t%s\t-\n' "$key" "$T" "$peak" \
+			printf '%s\t%s\tbuild failed\t-\t-\t-\t%s\t%s\t-\t-\n' "$key" "$T" "$peak" \
 				"${secs:--}" >>"$RES"
 			continue
 		fi
@@ -154,10 +167,11 @@ for T in $THREADS; do
 			grep -v '^#' "$kdir/driver.out" | awk -F'\t' -v p="$peak" -v s="${secs:--}" \
 				'NR == 2 { print $1 "\t" $2 "\tok\t" $7 "\t" $8 "\t" \
 				           ($6 == "-" ? "-" : sprintf("%.2f", $3 / $6 * 1e-9)) "\t" \
-				           p "\t" s "\t" $10 }' >>"$RES"
+				           p "\t" s "\t" $10 "\t" \
+				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) }' >>"$RES"
 		else
 			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
-			printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\n' "$key" "$T" \
+			printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\n' "$key" "$T" \
 				"$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" "$peak" \
 				"${secs:--}" >>"$RES"
 		fi
@@ -167,8 +181,8 @@ done
 # ---- the table ------------------------------------------------------------
 awk -F'\t' -v trials="$TRIALS" -v rounds="$ROUNDS" -v peakfile="$DIR/peak.tsv" '
 function group(task,   a, m, n, k) {
-	if (task ~ /^depthwise_conv2d:/) return "MobileNet-V2 depthwise"
-	if (task ~ /^conv2d:/) return "ResNet-18 conv"
+	if (task ~ /^depthwise_conv2d(_nchwc)?:/) return "MobileNet-V2 depthwise"
+	if (task ~ /^conv2d(_nchwc)?:/) return "ResNet-18 conv"
 	if (task ~ /^batch_matmul:/) return "BERT"
 	if (task ~ /^dense:/) {
 		m = task; sub(/.*[:,]m=/, "", m); sub(/,.*/, "", m)
@@ -182,7 +196,7 @@ NR == 1 { next }
 {
 	row++
 	task[row] = $1; thr[row] = $2; st[row] = $3; tk[row] = $4; lib[row] = $5
-	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9
+	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9; tro[row] = $10
 	g = group($1)
 	if ($3 == "ok") {
 		key = g SUBSEP $2
@@ -207,18 +221,22 @@ END {
 	printf "Kernels against the libraries: tunekit (xgb+sa, %d trials per workload and thread count)\n", trials
 	printf "vs OpenBLAS cblas_sgemm (dense; batch_matmul as a loop of sgemm) and oneDNN (convolutions,\n"
 	printf "formats chosen by oneDNN, reorders outside the timed region; lib+ro: src/dst reorders timed\n"
-	printf "too). Median of %d interleaved rounds; GFLOPS = nominal FLOPs / median time.\n", rounds
+	printf "too; tk+ro: the same for the _nchwc kernels, src blocked and dst unblocked in the\n"
+	printf "timed region, weights blocked beforehand). Median of %d interleaved rounds;\n", rounds
+	printf "GFLOPS = nominal FLOPs / median time.\n"
 	printf "FP32 peak: %s (%s)\n\n", substr(peaks, 3), peakdesc
-	printf "%-62s %3s %8s %8s %8s %7s %7s %7s %7s  %s\n", "workload", "thr", "tunekit", "lib",
-	       "lib+ro", "peak", "tk/lib", "tk/peak", "tune s", "library implementation"
+	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "workload", "thr", "tunekit",
+	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "tune s",
+	       "library implementation"
 	for (i = 1; i <= row; i++) {
 		if (st[i] == "ok")
-			printf "%-62s %3s %8.1f %8.1f %8s %7.1f %7.2f %7.3f %7s  %s\n", task[i], thr[i],
-			       tk[i], lib[i], ro[i] == "-" ? "-" : sprintf("%.1f", ro[i]), pk[i],
+			printf "%-72s %3s %8.1f %8.1f %8s %8s %7.1f %7.2f %7.3f %7s  %s\n", task[i],
+			       thr[i], tk[i], lib[i], tro[i] == "-" ? "-" : sprintf("%.1f", tro[i]),
+			       ro[i] == "-" ? "-" : sprintf("%.1f", ro[i]), pk[i],
 			       tk[i] / lib[i], tk[i] / pk[i], ts[i], libname[i]
 		else
-			printf "%-62s %3s %8s %8s %8s %7.1f %7s %7s %7s  %s\n", task[i], thr[i], "-", "-",
-			       "-", pk[i], "-", "-", ts[i], toupper(st[i])
+			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %7s  %s\n", task[i], thr[i],
+			       "-", "-", "-", "-", pk[i], "-", "-", ts[i], toupper(st[i])
 	}
 	printf "\ntuning wall time, all rows: %d s\n", tunetot
 	printf "\n%-28s %3s %3s %8s %8s %7s %7s\n", "geometric means", "thr", "n", "tunekit",

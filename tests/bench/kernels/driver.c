@@ -11,6 +11,15 @@
  * destination reorder, the weights reordered once beforehand as an inference
  * framework would.
  *
+ * The blocked-layout operators conv2d_nchwc and depthwise_conv2d_nchwc
+ * take and give blocked tensors (NCHW[cb]c in, NCHW[kb]c out, weights
+ * pre-blocked). The kernel runs on blocked copies of the same inputs, and
+ * its output is unblocked for the check. Beside "tunekit" (blocked in and
+ * out, as oneDNN's "lib" runs in its own formats) a fourth timing,
+ * "tunekit+reorder", runs from NCHW to NCHW: the source blocked, the kernel,
+ * the destination unblocked, the weights blocked once beforehand, the same
+ * terms as "lib+reorder".
+ *
  * Before timing, the tunekit kernel's output is checked against the
  * library's with tunekit's tolerance doubled (both are float results, each
  * within rtol of the exact one): |tk - lib| <= 2 rtol sum|terms| + 1e-30 with
@@ -19,7 +28,8 @@
  *
  * Timing: each side runs in blocks of at least MIN_MS (calls per block
  * calibrated once), each block after one untimed warm-up call; ROUNDS rounds
- * interleave the sides (ABBA for two, all orders for three); the median over
+ * interleave the sides (ABBA for two, all orders for three, each side in each
+ * place equally often for four); the median over
  * the rounds of seconds per call is reported. With THREADS > 1 the driver
  * sleeps PAUSE_MS before each block so that the worker threads of the side
  * that ran before (OpenBLAS's spin for about 2^28 cycles, OpenMP's for less)
@@ -34,6 +44,8 @@
  *   batch_matmul      C[Bt,M,N] = A[Bt,M,K] * B[Bt,K,N]
  *   conv2d            O[n,k,oh,ow] = I[n,c,h,w] * W[k,c,r,s]   (NCHW, KCRS)
  *   depthwise_conv2d  O[n,c,oh,ow] = I[n,c,h,w] * W[c,1,r,s]
+ *   conv2d_nchwc      O[n,k/kb,oh,ow,kb] = I[n,c/cb,h,w,cb] * W[k/kb,c/cb,r,s,cb,kb]
+ *   depthwise_conv2d_nchwc  O[n,c/cb,oh,ow,cb] = I[n,c/cb,h,w,cb] * W[c/cb,r,s,cb]
  *
  *   usage: driver [-r ROUNDS] [-m MIN_MS] [-p PAUSE_MS] TASK THREADS
  *
@@ -77,7 +89,7 @@ void TK_FN(float *const *bufs, float *ws);
 extern const unsigned long TK_WS;
 
 #define MAXROUNDS 101
-#define MAXSIDES 3
+#define MAXSIDES 4
 
 static void die(const char *fmt, ...)
 {
@@ -106,6 +118,7 @@ typedef struct task {
 	long b, m, n, k;               /* dense, batch_matmul */
 	long bn, c, h, w, kc, r, s;    /* conv: batch, in/out channels, input, kernel */
 	long stride, pad, oh, ow;
+	long cb, kb;                   /* channel blocks of the _nchwc operators, 0 if plain */
 	double flops, red;             /* nominal FLOPs; reduction length */
 	long in_n[2], out_n;           /* floats of A/I, B/W, C/O */
 } task;
@@ -116,19 +129,25 @@ static void task_parse(const char *text, task *t)
 	static const struct { const char *name; int op; } ops[] = {
 		{ "dense", OP_DENSE }, { "batch_matmul", OP_BMM },
 		{ "conv2d", OP_CONV }, { "depthwise_conv2d", OP_DWCONV },
+		{ "conv2d_nchwc", OP_CONV }, { "depthwise_conv2d_nchwc", OP_DWCONV },
 	};
+	int blocked = 0;
 	char buf[512];
 	const char *colon = strchr(text, ':');
 	size_t nop = colon ? (size_t)(colon - text) : strlen(text);
 	memset(t, 0, sizeof *t);
 	t->op = -1;
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-		if (strlen(ops[i].name) == nop && !strncmp(text, ops[i].name, nop))
+		if (strlen(ops[i].name) == nop && !strncmp(text, ops[i].name, nop)) {
 			t->op = ops[i].op;
+			blocked = strstr(ops[i].name, "_nchwc") != NULL;
+		}
 	if (t->op < 0)
 		die("%s: operator not benchmarked (dense, batch_matmul, conv2d, "
-		    "depthwise_conv2d)", text);
+		    "depthwise_conv2d and their _nchwc forms)", text);
 	t->bn = 1, t->r = 3, t->s = 3, t->stride = 1;
+	if (blocked)
+		t->cb = t->kb = 16;
 	snprintf(buf, sizeof buf, "%s", colon ? colon + 1 : "");
 	for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv;
 	     kv = strtok_r(NULL, ",", &save)) {
@@ -152,6 +171,8 @@ static void task_parse(const char *text, task *t)
 		else if (!strcmp(kv, "s") && conv) p = &t->s;
 		else if (!strcmp(kv, "stride") && conv) p = &t->stride;
 		else if (!strcmp(kv, "pad") && conv) p = &t->pad;
+		else if (!strcmp(kv, "cb") && blocked) p = &t->cb;
+		else if (!strcmp(kv, "kb") && blocked && t->op == OP_CONV) p = &t->kb;
 		if (!p)
 			die("%s: unknown parameter '%s'", text, kv);
 		*p = v;
@@ -172,10 +193,12 @@ static void task_parse(const char *text, task *t)
 	case OP_CONV:
 	case OP_DWCONV:
 		if (t->op == OP_DWCONV)
-			t->kc = t->c;
+			t->kc = t->c, t->kb = t->cb;
 		if (t->bn < 1 || t->c < 1 || t->h < 1 || t->w < 1 || t->kc < 1 || t->r < 1 ||
 		    t->s < 1 || t->stride < 1)
 			die("%s: needs c, h, w (and k) >= 1", text);
+		if (blocked && (t->cb < 1 || t->kb < 1 || t->c % t->cb || t->kc % t->kb))
+			die("%s: the channel blocks must divide the channels", text);
 		t->oh = (t->h + 2 * t->pad - t->r) / t->stride + 1;
 		t->ow = (t->w + 2 * t->pad - t->s) / t->stride + 1;
 		if (t->oh < 1 || t->ow < 1)
@@ -209,6 +232,48 @@ static void fill_random(float *x, long n, uint64_t seed)
 	}
 }
 
+/* Between NCHW x[n][c][hw] and blocked y[n][c/b][hw][b], either way; hw is
+ * the product of the spatial sizes. Parallel over n * c/b (OpenMP). */
+static void reblock(float *dst, const float *src, long n, long c, long hw, long b,
+                    int to_blocked)
+{
+	long nc = n * (c / b);
+	/* b x 16 tiles, so that both the strided and the contiguous side stay
+	 * within a few cache lines */
+#pragma omp parallel for
+	for (long q = 0; q < nc; q++) {
+		long i = q / (c / b), co = q % (c / b);
+		for (long p0 = 0; p0 < hw; p0 += 16) {
+			long p1 = p0 + 16 < hw ? p0 + 16 : hw;
+			for (long ci = 0; ci < b; ci++) {
+				const long x = (i * c + co * b + ci) * hw, y = q * hw * b + ci;
+				if (to_blocked)
+					for (long p = p0; p < p1; p++)
+						dst[y + p * b] = src[x + p];
+				else
+					for (long p = p0; p < p1; p++)
+						dst[x + p] = src[y + p * b];
+			}
+		}
+	}
+}
+
+/* KCRS weights to tunekit's blocked W[k/kb][c/cb][r][s][cb][kb] (conv2d_nchwc)
+ * or, depthwise, C1RS to W[c/cb][r][s][cb]. */
+static void block_weights(const task *t, float *dst, const float *src)
+{
+	long rs = t->r * t->s;
+	if (t->op == OP_DWCONV) {
+		reblock(dst, src, 1, t->c, rs, t->cb, 1);
+		return;
+	}
+	for (long k = 0; k < t->kc; k++)
+		for (long c = 0; c < t->c; c++)
+			for (long p = 0; p < rs; p++)
+				dst[((((k / t->kb) * (t->c / t->cb) + c / t->cb) * rs + p) * t->cb +
+				     c % t->cb) * t->kb + k % t->kb] = src[(k * t->c + c) * rs + p];
+}
+
 /* ---- the benchmark state -------------------------------------------- */
 
 typedef struct bench {
@@ -216,7 +281,8 @@ typedef struct bench {
 	int threads;
 	float *in[2], *absin[2];
 	float *tk_out, *lib_out, *abs_out, *ws;
-	float *bufs[3];
+	float *bufs[3];            /* the kernel's: blocked copies for the _nchwc operators */
+	float *tk_blk;             /* _nchwc: the kernel's blocked output, else NULL */
 	/* oneDNN: user (NCHW/KCRS) memories wrap the buffers above; the
 	 * convolution's own memories are allocated by oneDNN in its layout */
 	dnnl_engine_t eng;
@@ -374,6 +440,16 @@ static void side_lib(bench *bk)
 	}
 }
 
+/* tunekit from NCHW to NCHW (_nchwc operators): the source blocked, the
+ * kernel, the destination unblocked into tk_out; the weights blocked once. */
+static void side_tk_nchw(bench *bk)
+{
+	const task *t = &bk->t;
+	reblock(bk->bufs[1], bk->in[0], t->bn, t->c, t->h * t->w, t->cb, 1);
+	TK_FN(bk->bufs, bk->ws);
+	reblock(bk->tk_out, bk->tk_blk, t->bn, t->kc, t->oh * t->ow, t->kb, 0);
+}
+
 /* oneDNN from NCHW to NCHW: the source and destination reorders timed too,
  * the weights' reorder hoisted (done once in the check). */
 static void side_lib_nchw(bench *bk)
@@ -520,6 +596,13 @@ int main(int argc, char **argv)
 	bk.bufs[0] = bk.tk_out;
 	bk.bufs[1] = bk.in[0];
 	bk.bufs[2] = bk.in[1];
+	if (t->cb) {
+		bk.tk_blk = bk.bufs[0] = floats(t->out_n);
+		bk.bufs[1] = floats(t->in_n[0]);
+		bk.bufs[2] = floats(t->in_n[1]);
+		reblock(bk.bufs[1], bk.in[0], t->bn, t->c, t->h * t->w, t->cb, 1);
+		block_weights(t, bk.bufs[2], bk.in[1]);
+	}
 
 	char lib[200];
 	if (conv) {
@@ -535,6 +618,8 @@ int main(int argc, char **argv)
 	for (long i = 0; i < t->out_n; i++)
 		bk.tk_out[i] = bk.lib_out[i] = bk.abs_out[i] = NAN;
 	side_tk(&bk);
+	if (t->cb)
+		reblock(bk.tk_out, bk.tk_blk, t->bn, t->kc, t->oh * t->ow, t->kb, 0);
 	if (conv) {
 		conv_full(&bk, bk.abs_out, bk.absin[0], bk.absin[1]);
 		conv_full(&bk, bk.lib_out, bk.in[0], bk.in[1]); /* last: the timed inputs */
@@ -547,8 +632,17 @@ int main(int argc, char **argv)
 
 	printf("# task %s, %d thread%s%s\n", argv[optind], bk.threads,
 	       bk.threads > 1 ? "s" : "", bk.threads == 1 ? ", pinned to one CPU" : "");
-	printf("# tunekit: tk_%s, exported kernel (%s in, %s out)\n", STR(KERNEL),
-	       conv ? "NCHW/KCRS" : "row-major", conv ? "NCHW" : "row-major");
+	if (t->cb && t->op == OP_DWCONV)
+		printf("# tunekit: tk_%s, exported kernel (blocked: src NCHW%ldc, weights "
+		       "CRS%ldc, dst NCHW%ldc; tunekit+reorder: src and dst reorders timed too)\n",
+		       STR(KERNEL), t->cb, t->cb, t->kb);
+	else if (t->cb)
+		printf("# tunekit: tk_%s, exported kernel (blocked: src NCHW%ldc, weights "
+		       "KCRS%ldc%ldk, dst NCHW%ldc; tunekit+reorder: src and dst reorders "
+		       "timed too)\n", STR(KERNEL), t->cb, t->cb, t->kb, t->kb);
+	else
+		printf("# tunekit: tk_%s, exported kernel (%s in, %s out)\n", STR(KERNEL),
+		       conv ? "NCHW/KCRS" : "row-major", conv ? "NCHW" : "row-major");
 	if (conv) {
 		printf("# library: %s; formats chosen by oneDNN (tag any): src %s, weights %s, "
 		       "dst %s; reorders to and from them outside the timed region "
@@ -570,8 +664,9 @@ int main(int argc, char **argv)
 
 	side sides[MAXSIDES] = { { .name = "tunekit", .run = side_tk },
 	                         { .name = "lib", .run = side_lib },
-	                         { .name = "lib+reorder", .run = side_lib_nchw } };
-	int ns = conv ? 3 : 2;
+	                         { .name = "lib+reorder", .run = side_lib_nchw },
+	                         { .name = "tunekit+reorder", .run = side_tk_nchw } };
+	int ns = t->cb ? 4 : conv ? 3 : 2;
 	long pause_us = bk.threads > 1 ? (long)(pause_ms * 1000) : 0;
 	for (int i = 0; i < ns; i++) { /* calls per block */
 		sides[i].ncall = 1;
@@ -582,7 +677,7 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < rounds; r++) {
 		for (int j = 0; j < ns; j++) {
-			/* rotated by r/2, reversed on odd rounds: ABBA, or all 6 orders */
+			/* rotated by r/2, reversed on odd rounds: ABBA, all 6 orders of 3 */
 			int k = (j + r / 2) % ns;
 			if (r % 2)
 				k = (ns - 1 - j + r / 2) % ns;
@@ -600,19 +695,23 @@ int main(int argc, char **argv)
 			hi = s->t[r] > hi ? s->t[r] : hi;
 		}
 		s->med = median(s->t, rounds);
-		printf("# %-12s %10.4f ms  %8.2f GFLOPS  (min %.4f, max %.4f ms, %ld calls/block)\n",
+		printf("# %-15s %10.4f ms  %8.2f GFLOPS  (min %.4f, max %.4f ms, %ld calls/block)\n",
 		       s->name, s->med * 1e3, t->flops / s->med * 1e-9, lo * 1e3, hi * 1e3,
 		       s->ncall);
 	}
 	printf("task\tthreads\tflops\ttk_s\tlib_s\tlib_reorder_s\ttk_gflops\tlib_gflops\t"
-	       "check\tlibrary\n");
+	       "check\tlibrary\ttk_reorder_s\n");
 	printf("%s\t%d\t%.0f\t%.6g\t%.6g\t", argv[optind], bk.threads, t->flops, sides[0].med,
 	       sides[1].med);
 	if (conv)
 		printf("%.6g", sides[2].med);
 	else
 		printf("-");
-	printf("\t%.2f\t%.2f\t%.3g\t%s\n", t->flops / sides[0].med * 1e-9,
+	printf("\t%.2f\t%.2f\t%.3g\t%s\t", t->flops / sides[0].med * 1e-9,
 	       t->flops / sides[1].med * 1e-9, err, lib);
+	if (t->cb)
+		printf("%.6g\n", sides[3].med);
+	else
+		printf("-\n");
 	return 0;
 }
