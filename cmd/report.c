@@ -26,7 +26,9 @@ static const char *const usage[] = {
 	"best: the fastest valid configuration of every task on every hardware, with its\n"
 	"latency (median of its repeats), GFLOPS, and its speed-up over the naive loop nest\n"
 	"when that was measured on the same hardware.\n"
-	"runs: every run with its method, trials, valid records, best latency and duration.\n"
+	"runs: every run with its method, duration (and for tune, where it went: search,\n"
+	"model fits, code generation and compilation, running; the build cache's hit rate),\n"
+	"trials, valid records and best latency.\n"
 	"curve: the best GFLOPS found so far after each trial of each task of a run (default:\n"
 	"the most recent run), with the seconds since the run started; with --network, the\n"
 	"network's estimated latency instead; with --plot, an SVG chart instead of the table.\n"
@@ -147,8 +149,15 @@ static int run_row(void *p, const store_runinfo *r)
 	}
 	if (r->ended >= 0)
 		snprintf(dur, sizeof dur, "%.1f", r->ended - r->started);
-	const char *cells[] = { id, r->method, start, dur, trials, valid, best, hw,
-	                        r->replay ? r->replay : "", r->argv };
+	char split[4][24] = { "", "", "", "" }, hit[24] = "";
+	const double sec[4] = { r->search_s, r->fit_s, r->compile_s, r->run_s };
+	for (int i = 0; i < 4; i++)
+		if (sec[i] >= 0)
+			snprintf(split[i], sizeof split[i], "%.3g", sec[i]);
+	if (r->compiled >= 0 && r->compiled + r->cached > 0)
+		snprintf(hit, sizeof hit, "%.2f", r->cached / (r->compiled + r->cached));
+	const char *cells[] = { id, r->method, start, dur, split[0], split[1], split[2], split[3],
+	                        hit, trials, valid, best, hw, r->replay ? r->replay : "", r->argv };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -156,8 +165,8 @@ static int run_row(void *p, const store_runinfo *r)
 static int report_runs(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
-		"run", "method", "started", "seconds", "trials", "valid", "best_latency", "hw",
-		"replay", "command",
+		"run", "method", "started", "seconds", "search_s", "fit_s", "compile_s", "run_s",
+		"cache_hits", "trials", "valid", "best_latency", "hw", "replay", "command",
 	};
 	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
 	if (!b.t)

@@ -92,7 +92,25 @@ test_expect_success 'report runs lists every run with its trials' '
 	tunekit report runs >runs &&
 	test $(tsv_count runs) -ge 5 &&
 	test "$(tsv_col runs trials)" -eq 10 &&
-	tunekit report --format json runs | grep -q "\"method\": \"measure\""
+	tunekit report --format json runs | grep -q "\"method\": \"measure\"" &&
+	test -z "$(tsv_col runs search_s)"
+'
+
+test_expect_success 'report runs splits the time of a tune run' '
+	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 24 --plan-size 8 --repeat 1 >/dev/null &&
+	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 8 --model none --search random \
+		--seed 5 --repeat 1 >/dev/null &&
+	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 8 --model none --search random \
+		--seed 5 --repeat 1 >/dev/null &&
+	tunekit report runs >runs &&
+	tail -n 3 runs >last3 &&
+	for col in 5 6 7 8 9; do
+		awk -F"\t" -v c=$col "\$c == \"\" { exit 1 }" last3 || exit 1
+	done &&
+	awk -F"\t" "\$5 + \$6 + \$7 + \$8 > \$4 + 0.1 || \$8 <= 0 { exit 1 }" last3 &&
+	awk -F"\t" "NR < 3 && \$7 <= 0 { exit 1 }" last3 &&
+	awk -F"\t" "NR == 1 && \$6 <= 0 { exit 1 } NR > 1 && \$6 != 0 { exit 1 }" last3 &&
+	sed -n 3p last3 | awk -F"\t" "\$9 != 1 { exit 1 }"
 '
 
 test_done

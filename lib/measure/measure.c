@@ -96,7 +96,10 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	memset(out, 0, sizeof *out * (size_t)n);
 	if (n == 0)
 		return TK_OK;
-	if ((rc = prepare(t)))
+	double t0 = tk_now();
+	rc = prepare(t);
+	t->time.run_s += tk_now() - t0;
+	if (rc)
 		return rc;
 	kn_kernel *k = calloc((size_t)n, sizeof *k);
 	build_job *jobs = calloc((size_t)n, sizeof *jobs);
@@ -106,6 +109,7 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 		goto done;
 	}
 	int nj = 0;
+	t0 = tk_now();
 	for (int i = 0; i < n; i++) {
 		ms_result *r = &out[i];
 		r->idx = (int64_t)sp_index(t->space, &cfg[i]);
@@ -127,8 +131,12 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 		slot[i] = nj++;
 	}
 	progress(o, "build", 0, nj);
+	double t1 = tk_now();
+	t->time.codegen_s += t1 - t0;
 	rc = build_run(tg, o->cache_dir ? o->cache_dir : build_default_cache(), jobs, nj,
 	               o->jobs > 0 ? o->jobs : 1, o->build_timeout);
+	t0 = tk_now();
+	t->time.compile_s += t0 - t1;
 	if (rc)
 		goto done;
 	progress(o, "build", nj, nj);
@@ -139,6 +147,8 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 		build_job *j = &jobs[slot[i]];
 		r->compile_s = j->seconds;
 		r->cached = j->cached;
+		t->time.cached += j->cached;
+		t->time.compiled += !j->cached;
 		if (j->status != BUILD_OK) {
 			r->error = j->status == BUILD_TIMEOUT ? MEAS_COMPILE_TIMEOUT : MEAS_COMPILE_ERROR;
 			snprintf(r->msg, sizeof r->msg, "%.255s", j->msg);
@@ -152,6 +162,7 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 			snprintf(r->msg, sizeof r->msg, "%s", r->run.msg);
 	}
 	progress(o, "run", nj, nj);
+	t->time.run_s += tk_now() - t0;
 done:
 	if (k)
 		for (int i = 0; i < n; i++)

@@ -17,6 +17,15 @@
 #include "target.h"
 #include "task/te.h"
 
+/* Wall seconds of ms_measure's phases and what its builds did. */
+typedef struct ms_time {
+	double codegen_s;  /* configurations to C source (schedule, lowering, emitting) */
+	double compile_s;  /* the builds, parallel, cache lookups included */
+	double run_s;      /* the reference (once per task) and the runs: check and timing */
+	int64_t compiled;  /* kernels compiled (or tried: errors and timeouts count) */
+	int64_t cached;    /* kernels found in the build cache */
+} ms_time;
+
 typedef struct ms_task {
 	te_prog *prog;     /* owned */
 	sp_space *space;   /* owned */
@@ -26,6 +35,7 @@ typedef struct ms_task {
 	size_t *in_n;
 	double *ref, *refabs;
 	run_io io;
+	ms_time time;      /* where ms_measure's time went, summed over its calls */
 } ms_task;
 
 /* Parse task, build its space. The inputs and the reference are computed

@@ -970,9 +970,19 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 	rc = store_prepare(s,
 		"SELECT r.id, r.seed, r.hardware_id, r.argv, r.method, r.replay, h.key,"
 		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
-		" min(CASE WHEN m.valid THEN m.median END)"
+		" min(CASE WHEN m.valid THEN m.median END), l.search, l.fit, l.compile, l.run,"
+		" l.compiled, l.cached"
 		" FROM run r LEFT JOIN hardware h ON h.id = r.hardware_id"
 		" LEFT JOIN measurement m ON m.run_id = r.id"
+		" LEFT JOIN (SELECT run_id,"
+		"  sum(CASE WHEN key = 'seconds:search' THEN value END) AS search,"
+		"  sum(CASE WHEN key = 'seconds:fit' THEN value END) AS fit,"
+		"  sum(CASE WHEN key IN ('seconds:codegen', 'seconds:compile') THEN value END)"
+		"   AS compile,"
+		"  sum(CASE WHEN key = 'seconds:run' THEN value END) AS run,"
+		"  sum(CASE WHEN key = 'kernels:compiled' THEN value END) AS compiled,"
+		"  sum(CASE WHEN key = 'kernels:cached' THEN value END) AS cached"
+		"  FROM run_log GROUP BY run_id) l ON l.run_id = r.id"
 		" GROUP BY r.id ORDER BY r.id", &st);
 	if (rc)
 		return rc;
@@ -989,6 +999,12 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		r.ntrials = sqlite3_column_int64(st, 9);
 		r.nvalid = sqlite3_column_int64(st, 10);
 		r.best_median = col_real(st, 11, -1);
+		r.search_s = col_real(st, 12, -1);
+		r.fit_s = col_real(st, 13, -1);
+		r.compile_s = col_real(st, 14, -1);
+		r.run_s = col_real(st, 15, -1);
+		r.compiled = col_real(st, 16, -1);
+		r.cached = col_real(st, 17, -1);
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}

@@ -315,6 +315,7 @@ typedef struct job {
 	double start;
 	int64_t used, invalid;
 	double clock0;      /* job_clock() when the budget started */
+	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
 } job;
 
 /* Seconds: simulated when replaying, else the monotonic clock. */
@@ -345,6 +346,7 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 	if ((rc = tuner_next(C, t, want, cfg, &n)) || n == 0)
 		goto done;
 	double think = tk_now() - t0; /* replay: the model and search time is real */
+	J->tuner_s += think;
 	if ((rc = measurer_run(C, t, cfg, n, r, &cost)))
 		goto done;
 	cost += think;
@@ -361,7 +363,9 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 	for (int i = 0; i < n; i++)
 		J->invalid += r[i].error != MEAS_OK;
 	J->used += n;
+	t0 = tk_now();
 	rc = tuner_update(C, t, cfg, r, n);
+	J->tuner_s += tk_now() - t0;
 	if (!rc && !strcmp(C->o->search, "csa") && t->fits > t->logged_fits) {
 		char key[600];
 		snprintf(key, sizeof key, "epsilon:%s", t->key);
@@ -376,6 +380,38 @@ done:
 	free(r);
 	free(ids);
 	return rc;
+}
+
+/* Where this process's tuning time went, into the run log under round =
+ * trials so far (a resumed run adds its own rows): seconds of search (the
+ * tuner less its model fits), fit, codegen, compile and run, and the
+ * kernels compiled and found in the build cache. */
+static int log_time(job *J)
+{
+	double v[7] = { J->tuner_s, 0, 0, 0, 0, 0, 0 };
+	static const char *const key[7] = { "seconds:search", "seconds:fit", "seconds:codegen",
+	                                    "seconds:compile", "seconds:run", "kernels:compiled",
+	                                    "kernels:cached" };
+	for (int i = 0; i < J->ntask; i++) {
+		const tn_task *t = J->tk[i];
+		v[0] -= t->fit_s;
+		v[1] += t->fit_s;
+		if (t->mt) {
+			v[2] += t->mt->time.codegen_s;
+			v[3] += t->mt->time.compile_s;
+			v[4] += t->mt->time.run_s;
+			v[5] += (double)t->mt->time.compiled;
+			v[6] += (double)t->mt->time.cached;
+		}
+	}
+	if (v[0] < 0)
+		v[0] = 0;
+	for (int i = 0; i < 7; i++) {
+		int rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, key[i], v[i]);
+		if (rc)
+			return rc;
+	}
+	return TK_OK;
 }
 
 static void report(job *J, tn_task *t, const tn_opts *o, const tn_hooks *h)
@@ -548,8 +584,12 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 		t->rounds++;
 		t->hist[t->nhist++ % 8] = t->best_lat > 0 ? t->best_lat : 1e10;
 	}
-	rc = rec_end(&J.s);
+	rc = log_time(&J);
+	if (!rc)
+		rc = rec_end(&J.s);
 done:
+	if (rc == TK_EINTR && J.s.run_id > 0)
+		log_time(&J); /* the interruption is the error to report */
 	res->run_id = J.s.run_id;
 	res->hw_id = J.s.hw_id;
 	res->trials = J.used;

@@ -46,6 +46,7 @@ typedef struct tn_task {
 	/* model-based plan */
 	sp_config *plan;
 	int nplan, plan_pt, fits;
+	double fit_s;         /* wall seconds in model_fit */
 	struct tn_model *model;
 	xgb_model *base;      /* transfer learning: model of the history, or NULL */
 	double base_w;        /* its weight in the last fit: 1 / 2^(records / 64) */

@@ -146,7 +146,10 @@ static int replan(tn_ctx *C, tn_task *t)
 	int rc, plan = C->o->plan_size, want = plan;
 	if (!t->model && (rc = model_new(C, t, &t->model)))
 		return rc;
-	if ((rc = model_fit(C, t, t->model)))
+	double t0 = tk_now();
+	rc = model_fit(C, t, t->model);
+	t->fit_s += tk_now() - t0;
+	if (rc)
 		return rc;
 	if (!strcmp(C->o->search, "csa") && t->nx > 0 && (rc = context_epsilon(C, t)))
 		return rc;
