@@ -29,6 +29,9 @@
 #                  file, so that benchmarks on one machine do not overlap
 #                  (default /tmp/tunekit-measure.lock; empty: no lock)
 #   CC             compiler of peak and the driver (default cc)
+#   BENCH_NOISE    tasks whose noise floor is measured at the first thread count
+#                  by tests/bench/noise.sh (default: GEMM 1024^3 and ResNet-18's
+#                  3x3 64@56; empty: none)
 # Groups for the means, by operator: dense with m = n = k is GEMM, other
 # dense and batch_matmul BERT, conv2d ResNet-18, depthwise_conv2d MobileNet-V2
 # (plain or _nchwc).
@@ -43,6 +46,7 @@ DB=${BENCH_DB:-$DIR/kernels.db}
 ROUNDS=${BENCH_ROUNDS:-7}
 LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
 CC=${CC:-cc}
+NOISE=${BENCH_NOISE-dense:m=1024,n=1024,k=1024 conv2d_nchwc:c=64,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56,cb=16,kb=16}
 mkdir -p "$DIR"
 
 # awk: the _nchwc form of a plain convolution task, 16 channels per block
@@ -276,3 +280,35 @@ function target(what, th, got, need, note,   verdict) {
 	printf "%-44s %3s %8.2f %7.2f  %s%s\n", what, th, got, need, verdict, note
 }
 ' "$RES" | tee "$DIR/table.txt"
+
+# ---- where the tuning time went ---------------------------------------------
+# tune logs its split per run (see tunekit-report(1), report runs); summed
+# over the runs that made this table's records
+split=$(sq "SELECT count(DISTINCT run_id),
+	printf('%.0f', sum(CASE WHEN key = 'seconds:search' THEN value END)),
+	printf('%.0f', sum(CASE WHEN key = 'seconds:fit' THEN value END)),
+	printf('%.0f', sum(CASE WHEN key IN ('seconds:codegen', 'seconds:compile') THEN value END)),
+	printf('%.0f', sum(CASE WHEN key = 'seconds:run' THEN value END)),
+	printf('%.0f', sum(CASE WHEN key = 'kernels:compiled' THEN value END)),
+	printf('%.0f', sum(CASE WHEN key = 'kernels:cached' THEN value END))
+	FROM run_log WHERE key LIKE 'seconds:%' OR key LIKE 'kernels:%'" | tr '|' ' ')
+if [ -n "$split" ]; then
+	echo "$split" | awk '$1 > 0 {
+		tot = $2 + $3 + $4 + $5
+		printf "\ntuning time split over the %d tune runs in the store that logged it: %d s;\n", $1, tot
+		printf "search %.0f%%, model fits %.0f%%, code generation and compilation %.0f%%, running %.0f%%;\n",
+		       100 * $2 / tot, 100 * $3 / tot, 100 * $4 / tot, 100 * $5 / tot
+		printf "%d kernels compiled, %d found in the build cache (hit rate %.1f%%)\n", $6, $7,
+		       100 * $7 / ($6 + $7)
+	}' | tee -a "$DIR/table.txt"
+fi
+
+# ---- the noise floor ----------------------------------------------------------
+if [ -n "$NOISE" ] && command -v sqlite3 >/dev/null; then
+	set -- $THREADS
+	printf '\nnoise floor: the same configurations measured twice (tests/bench/noise.sh)\n' |
+		tee -a "$DIR/table.txt"
+	# shellcheck disable=SC2086 # the task list is word-split on purpose
+	BENCH_LOCK=$LOCK sh "$HERE/noise.sh" "$TK" "$DB" "cpu:threads=$1" "$DIR" $NOISE |
+		tee -a "$DIR/table.txt"
+fi
