@@ -53,7 +53,10 @@ CREATE TABLE run (
   params    TEXT                    -- key=value lines a resumed run restores (v2)
 );
 
--- Per-round values of a tuning run: epsilon, model fit time, trials, ... (v2)
+-- Per-round values of a tuning run (v2): epsilon:TASK after each fit (csa);
+-- at the end of each tune process, round = trials so far, where its time
+-- went: seconds:search, seconds:fit, seconds:codegen, seconds:compile,
+-- seconds:run, and kernels:compiled, kernels:cached (see report runs).
 CREATE TABLE run_log (
   run_id    INTEGER NOT NULL REFERENCES run(id),
   round     INTEGER NOT NULL,
