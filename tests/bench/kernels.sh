@@ -10,8 +10,11 @@
 #
 # The store keeps everything across workloads and runs: a workload with at
 # least BENCH_TRIALS records for its target is not tuned again, one with
-# fewer gets the rest of the budget. The tuning seconds shown are the
-# durations of the runs that measured the workload, from the store.
+# fewer gets the rest of the budget in a new run seeded with the number of
+# records plus one (seed 1 at first; a top-up explores afresh rather than
+# repeating the first run's random plans). The trials and tuning seconds
+# shown are the records of the workload and the durations of the runs that
+# made them, from the store.
 #
 # usage: kernels.sh TUNEKIT WORKDIR
 # environment:
@@ -98,7 +101,7 @@ locked "$DIR/peak" $THREADS >"$DIR/peak.tsv"
 
 # ---- tune, export, build, time --------------------------------------------
 RES=$DIR/results.tsv
-printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\n' >"$RES"
+printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\ttrials\n' >"$RES"
 
 # The best exported kernel of task $1 for target $2 into $3: prints
 # "TASKKEY<tab>HW<tab>NAME", or nothing when the store has no valid record.
@@ -138,7 +141,7 @@ for T in $THREADS; do
 		if [ "$n" -lt "$TRIALS" ]; then
 			say "$W, $T thread(s): tuning $((TRIALS - n)) trials ($n in the store)"
 			locked "$TK" tune -q --db "$DB" --target "$target" --task "$W" \
-				--trials $((TRIALS - n)) --seed 1 >/dev/null ||
+				--trials $((TRIALS - n)) --seed $((n + 1)) >/dev/null ||
 				say "$W, $T thread(s): tune failed"
 			rm -rf "$tmp"
 			best=$(export_best "$W" "$target" "$tmp")
@@ -146,11 +149,14 @@ for T in $THREADS; do
 			say "$W, $T thread(s): $n records in the store, not tuned again"
 		fi
 		if [ -z "$best" ]; then
-			printf '%s\t%s\tno kernel\t-\t-\t-\t%s\t-\t-\t-\n' "$W" "$T" "$peak" >>"$RES"
+			printf '%s\t%s\tno kernel\t-\t-\t-\t%s\t-\t-\t-\t%s\n' "$W" "$T" "$peak" "$n" \
+				>>"$RES"
 			continue
 		fi
 		key=$(echo "$best" | cut -f1) hw=$(echo "$best" | cut -f2) name=$(echo "$best" | cut -f3)
 		secs=$(tune_seconds "$key" "$hw" || true)
+		n=$(records "$key" "$hw" || true)
+		n=${n:--}
 		kdir=$DIR/t$T/$name
 		rm -rf "$kdir"
 		mkdir -p "$DIR/t$T"
@@ -160,24 +166,24 @@ for T in $THREADS; do
 		   ! $CC $DRV_CFLAGS -DKERNEL="$name" -o "$kdir/driver" "$HERE/kernels/driver.c" \
 			"$kdir/$name.o" $DRV_LIBS >>"$kdir/build.log" 2>&1; then
 			say "$key, $T thread(s): build failed, see $kdir/build.log"
-			printf '%s\t%s\tbuild failed\t-\t-\t-\t%s\t%s\t-\t-\n' "$key" "$T" "$peak" \
-				"${secs:--}" >>"$RES"
+			printf '%s\t%s\tbuild failed\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$key" "$T" "$peak" \
+				"${secs:--}" "$n" >>"$RES"
 			continue
 		fi
 		say "$key, $T thread(s): timing $name against the library"
 		st=0
 		locked "$kdir/driver" -r "$ROUNDS" "$key" "$T" >"$kdir/driver.out" || st=$?
 		if [ $st -eq 0 ]; then
-			grep -v '^#' "$kdir/driver.out" | awk -F'\t' -v p="$peak" -v s="${secs:--}" \
+			grep -v '^#' "$kdir/driver.out" | awk -F'\t' -v p="$peak" -v s="${secs:--}" -v n="$n" \
 				'NR == 2 { print $1 "\t" $2 "\tok\t" $7 "\t" $8 "\t" \
 				           ($6 == "-" ? "-" : sprintf("%.2f", $3 / $6 * 1e-9)) "\t" \
 				           p "\t" s "\t" $10 "\t" \
-				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) }' >>"$RES"
+				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n }' >>"$RES"
 		else
 			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
-			printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\n' "$key" "$T" \
+			printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$key" "$T" \
 				"$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" "$peak" \
-				"${secs:--}" >>"$RES"
+				"${secs:--}" "$n" >>"$RES"
 		fi
 	done
 done
@@ -200,7 +206,7 @@ NR == 1 { next }
 {
 	row++
 	task[row] = $1; thr[row] = $2; st[row] = $3; tk[row] = $4; lib[row] = $5
-	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9; tro[row] = $10
+	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9; tro[row] = $10; ntr[row] = $11
 	g = group($1)
 	if ($3 == "ok") {
 		key = g SUBSEP $2
@@ -222,25 +228,26 @@ END {
 		else if (f[1] ~ /^[0-9]+$/) peaks = peaks sprintf(", %s thread%s %s GFLOPS", f[1],
 		                                                   f[1] > 1 ? "s" : "", f[2])
 	}
-	printf "Kernels against the libraries: tunekit (xgb+sa, %d trials per workload and thread count)\n", trials
+	printf "Kernels against the libraries: tunekit (xgb+sa, at least %d trials per workload and\n", trials
+	printf "thread count: the records in the store, column trials)\n"
 	printf "vs OpenBLAS cblas_sgemm (dense; batch_matmul as a loop of sgemm) and oneDNN (convolutions,\n"
 	printf "formats chosen by oneDNN, reorders outside the timed region; lib+ro: src/dst reorders timed\n"
 	printf "too; tk+ro: the same for the _nchwc kernels, src blocked and dst unblocked in the\n"
 	printf "timed region, weights blocked beforehand). Median of %d interleaved rounds;\n", rounds
 	printf "GFLOPS = nominal FLOPs / median time.\n"
 	printf "FP32 peak: %s (%s)\n\n", substr(peaks, 3), peakdesc
-	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %7s  %s\n", "workload", "thr", "tunekit",
-	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "tune s",
+	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %6s %7s  %s\n", "workload", "thr", "tunekit",
+	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "trials", "tune s",
 	       "library implementation"
 	for (i = 1; i <= row; i++) {
 		if (st[i] == "ok")
-			printf "%-72s %3s %8.1f %8.1f %8s %8s %7.1f %7.2f %7.3f %7s  %s\n", task[i],
+			printf "%-72s %3s %8.1f %8.1f %8s %8s %7.1f %7.2f %7.3f %6s %7s  %s\n", task[i],
 			       thr[i], tk[i], lib[i], tro[i] == "-" ? "-" : sprintf("%.1f", tro[i]),
 			       ro[i] == "-" ? "-" : sprintf("%.1f", ro[i]), pk[i],
-			       tk[i] / lib[i], tk[i] / pk[i], ts[i], libname[i]
+			       tk[i] / lib[i], tk[i] / pk[i], ntr[i], ts[i], libname[i]
 		else
-			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %7s  %s\n", task[i], thr[i],
-			       "-", "-", "-", "-", pk[i], "-", "-", ts[i], toupper(st[i])
+			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %6s %7s  %s\n", task[i], thr[i],
+			       "-", "-", "-", "-", pk[i], "-", "-", ntr[i], ts[i], toupper(st[i])
 	}
 	printf "\ntuning wall time, all rows: %d s\n", tunetot
 	printf "\n%-28s %3s %3s %8s %8s %7s %7s\n", "geometric means", "thr", "n", "tunekit",
