@@ -667,7 +667,7 @@ static void instantiate(parser *ps, const te_opdecl *d, const char *args)
 			const name *na = lookup(ps, a), *nb = lookup(ps, b);
 			if (!na || !nb)
 				fail(ps, "divides: unknown name");
-			if (nb->val % na->val)
+			if (na->val < 1 || nb->val % na->val)
 				fail(ps, "%s=%lld must divide %s=%lld", a, (long long)na->val, b,
 				     (long long)nb->val);
 		} else if (accept(ps, "flops")) {
