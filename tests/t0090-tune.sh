@@ -43,11 +43,20 @@ test_expect_success 'transfer learning plans the first batch on a base model of 
 	test_expect_code 2 tunekit tune --db new.db --task conv2d:c=8,h=8,w=8,k=8 --trials 4 \
 		--transfer-from "$TUNEKIT_DB" 2>err &&
 	grep -q "too little history for transfer" err &&
+	test "$(sqlite3 new.db "SELECT COUNT(*) FROM run WHERE ended IS NULL")" -eq 0 &&
 	test_expect_code 2 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 --search random \
 		--transfer-from "$TUNEKIT_DB" 2>err &&
 	grep -q "needs the xgb model and sa search" err &&
 	test_expect_code 3 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 \
 		--transfer-from nosuch.db 2>err
+'
+
+test_expect_success 'transfer learning from the store being tuned, its own records kept' '
+	n=$(sql "SELECT COUNT(*) FROM measurement") &&
+	tunekit tune --task dense:m=32,n=64,k=48 --trials 8 --plan-size 8 --repeat 1 \
+		--transfer-from "$TUNEKIT_DB" >out 2>err &&
+	grep -q "base model from [0-9][0-9]* history records" err &&
+	test "$(sql "SELECT COUNT(*) FROM measurement")" -eq $((n + 8))
 '
 
 # Replay datasets: real GPU search spaces measured exhaustively by Kernel

@@ -499,6 +499,10 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 	} else {
 		rec_target_hw(target, &hw);
 	}
+	/* before the run begins: too little history leaves no empty run behind */
+	if (o->transfer_from[0] &&
+	    (rc = model_load_history(&J.C, J.tk, ntask, o->transfer_from, hw.key, &res->history)))
+		goto done;
 	if (resume_run > 0) {
 		if ((rc = store_run_reopen(st, resume_run)) || (rc = rec_resume(&J.s, st, resume_run)))
 			goto done;
@@ -531,9 +535,6 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 		if (rc)
 			goto done;
 	}
-	if (o->transfer_from[0] &&
-	    (rc = model_load_history(&J.C, J.tk, ntask, o->transfer_from, hw.key, &res->history)))
-		goto done;
 	J.sim_clock = tk_walltime();
 	if (resume_run > 0) {
 		reload R = { &J.C, J.tk, ntask, TK_OK, 0 };
