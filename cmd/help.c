@@ -56,7 +56,7 @@ static void help_networks(void)
 		double w = 0;
 		for (int i = 0; i < net->n; i++)
 			w += net->task[i].weight;
-		printf("  %-16s %3d distinct tasks, %4.0f occurrences\n", *n, net->n, w);
+		printf("  %-20s %3d distinct tasks, %4.0f occurrences\n", *n, net->n, w);
 		net_free(net);
 	}
 }

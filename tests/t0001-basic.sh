@@ -27,6 +27,16 @@ test_expect_success 'help on tasks, targets and networks' '
 	tunekit help measure >out && grep -q -- "--sample" out
 '
 
+test_expect_success 'every built-in network generates a kernel for each of its tasks' '
+	tunekit help networks >nets &&
+	grep -q "^  resnet-18-nchwc  *12 distinct" nets &&
+	grep -q "^  mobilenet-v2-nchwc  *31 distinct" nets &&
+	while read -r net n rest; do
+		tunekit measure --network "$net" --naive --emit-c >k &&
+		test "$(grep -c "^void tk_" k)" -eq "$n" || return 1
+	done <nets
+'
+
 # Every option a command lists in --help is documented in its man page; the
 # common options in tunekit(1).
 for cmd in $(tunekit help | awk "/^  [a-z]/ { print \$1 }"); do
