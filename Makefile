@@ -127,12 +127,13 @@ bench-adatune: tunekit
 BENCH_TRIALS ?= 300
 BENCH_THREADS ?= 1 2
 BENCH_DB ?= bench-kernels.db
+BENCH_TRANSFER ?= 1
 BENCH_DEBIAN_PACKAGES = libopenblas-dev libdnnl-dev
 
 bench-kernels: tunekit
 	BENCH_TRIALS='$(BENCH_TRIALS)' BENCH_THREADS='$(BENCH_THREADS)' \
-	BENCH_DB='$(BENCH_DB)' WORKLOADS='$(WORKLOADS)' CC='$(CC)' \
-		sh tests/bench/kernels.sh ./tunekit $(BUILD)/bench/kernels
+	BENCH_DB='$(BENCH_DB)' BENCH_TRANSFER='$(BENCH_TRANSFER)' WORKLOADS='$(WORKLOADS)' \
+	CC='$(CC)' sh tests/bench/kernels.sh ./tunekit $(BUILD)/bench/kernels
 
 bench-deps:
 	apt-get update -qq

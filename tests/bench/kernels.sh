@@ -23,11 +23,13 @@
 #   WORKLOADS      tasks separated by blanks (default: GEMM 256^3..2048^3, the
 #                  BERT-base shapes at sequence length 128, the distinct
 #                  convolutions of ResNet-18 and depthwise ones of MobileNet-V2,
-#                  these in the blocked layouts of conv2d_nchwc and
-#                  depthwise_conv2d_nchwc: 16 channels per block, or all
-#                  of them when fewer or not a multiple of 16)
+#                  these in blocked layouts, from data/networks/resnet-18-nchwc.tsv
+#                  and mobilenet-v2-nchwc.tsv)
 #   BENCH_DB       the record store (default WORKDIR/kernels.db)
 #   BENCH_ROUNDS   interleaved rounds of the driver (default 7)
+#   BENCH_TRANSFER 1 (default): tune with --transfer-from the store, a base
+#                  model from the records of workloads of the same operator
+#                  tuned before on the same target; 0: each from scratch
 #   BENCH_LOCK     every command that times kernels runs under flock(1) on this
 #                  file, so that benchmarks on one machine do not overlap
 #                  (default /tmp/tunekit-measure.lock; empty: no lock)
@@ -47,27 +49,19 @@ TRIALS=${BENCH_TRIALS:-300}
 THREADS=${BENCH_THREADS:-1 2}
 DB=${BENCH_DB:-$DIR/kernels.db}
 ROUNDS=${BENCH_ROUNDS:-7}
+TRANSFER=${BENCH_TRANSFER:-1}
 LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
 CC=${CC:-cc}
 NOISE=${BENCH_NOISE-dense:m=1024,n=1024,k=1024 conv2d_nchwc:c=64,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56,cb=16,kb=16}
 mkdir -p "$DIR"
 
-# awk: the _nchwc form of a plain convolution task, 16 channels per block
-# (all of them when not a multiple of 16); kb too when k is set
-BLOCKED='function blocked(t, kb,   c, op) {
-	c = t; sub(/.*[:,]c=/, "", c); sub(/,.*/, "", c)
-	op = t; sub(/:.*/, "", op); sub(/^[^:]*:/, "", t)
-	return op "_nchwc:" t ",cb=" (c % 16 ? c : 16) (kb ? ",kb=16" : "")
-}'
 if [ -z "$WORKLOADS" ]; then
 	WORKLOADS="dense:m=256,n=256,k=256 dense:m=512,n=512,k=512
 dense:m=1024,n=1024,k=1024 dense:m=2048,n=2048,k=2048
 dense:m=128,n=768,k=768 dense:m=128,n=3072,k=768 dense:m=128,n=768,k=3072
 batch_matmul:b=12,m=128,n=128,k=64
-$(awk -F'\t' "$BLOCKED"' $2 ~ /^conv2d:/ && !seen[$2]++ { print blocked($2, 1) }' \
-	"$NETS/resnet-18.tsv")
-$(awk -F'\t' "$BLOCKED"' $2 ~ /^depthwise_conv2d:/ && !seen[$2]++ { print blocked($2, 0) }' \
-	"$NETS/mobilenet-v2.tsv")"
+$(awk -F'\t' '$2 ~ /^conv2d_nchwc:/ { print $2 }' "$NETS/resnet-18-nchwc.tsv")
+$(awk -F'\t' '$2 ~ /^depthwise_conv2d_nchwc:/ { print $2 }' "$NETS/mobilenet-v2-nchwc.tsv")"
 fi
 
 say() { echo "kernels.sh: $*" >&2; }
@@ -128,6 +122,22 @@ tune_seconds() {
 	    (SELECT DISTINCT m.run_id $(meas_of "$1" "$2"))"
 }
 
+# Tune task $1 for target $2: $3 trials, seed $4. With BENCH_TRANSFER=1 the
+# xgb model starts from a base model trained on the store's records of the
+# same operator on the same target (AutoTVM's transfer learning, as its
+# tune_relay tutorials tune a network's tasks one after another). A workload
+# without such history (the first of its operator, or a loop nest whose
+# features differ in length, as 1x1 against 3x3) is tuned without it.
+tune_one() {
+	if [ "$TRANSFER" = 1 ] && [ -f "$DB" ]; then
+		locked "$TK" tune -q --db "$DB" --target "$2" --task "$1" --trials "$3" \
+			--seed "$4" --transfer-from "$DB" >/dev/null 2>"$DIR/tune.err" && return 0
+		grep -q 'too little history' "$DIR/tune.err" || return 1
+	fi
+	locked "$TK" tune -q --db "$DB" --target "$2" --task "$1" --trials "$3" \
+		--seed "$4" >/dev/null 2>"$DIR/tune.err"
+}
+
 for T in $THREADS; do
 	target=cpu:threads=$T
 	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $2 }' "$DIR/peak.tsv")
@@ -140,9 +150,8 @@ for T in $THREADS; do
 		n=${n:-0}
 		if [ "$n" -lt "$TRIALS" ]; then
 			say "$W, $T thread(s): tuning $((TRIALS - n)) trials ($n in the store)"
-			locked "$TK" tune -q --db "$DB" --target "$target" --task "$W" \
-				--trials $((TRIALS - n)) --seed $((n + 1)) >/dev/null ||
-				say "$W, $T thread(s): tune failed"
+			tune_one "$W" "$target" $((TRIALS - n)) $((n + 1)) ||
+				say "$W, $T thread(s): tune failed: $(cat "$DIR/tune.err")"
 			rm -rf "$tmp"
 			best=$(export_best "$W" "$target" "$tmp")
 		else
