@@ -129,13 +129,12 @@ tune_seconds() {
 # without such history (the first of its operator, or a loop nest whose
 # features differ in length, as 1x1 against 3x3) is tuned without it.
 tune_one() {
+	set -- -q --db "$DB" --target "$2" --task "$1" --trials "$3" --seed "$4"
 	if [ "$TRANSFER" = 1 ] && [ -f "$DB" ]; then
-		locked "$TK" tune -q --db "$DB" --target "$2" --task "$1" --trials "$3" \
-			--seed "$4" --transfer-from "$DB" >/dev/null 2>"$DIR/tune.err" && return 0
+		locked "$TK" tune "$@" --transfer-from "$DB" >/dev/null 2>"$DIR/tune.err" && return 0
 		grep -q 'too little history' "$DIR/tune.err" || return 1
 	fi
-	locked "$TK" tune -q --db "$DB" --target "$2" --task "$1" --trials "$3" \
-		--seed "$4" >/dev/null 2>"$DIR/tune.err"
+	locked "$TK" tune "$@" >/dev/null 2>"$DIR/tune.err"
 }
 
 for T in $THREADS; do
