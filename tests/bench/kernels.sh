@@ -137,6 +137,12 @@ tune_one() {
 	locked "$TK" tune "$@" >/dev/null 2>"$DIR/tune.err"
 }
 
+# A results row for a workload without timings: task $1, threads $2, status
+# $3, tuning seconds $4, trials $5 (peak from the loop).
+fail_row() {
+	printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$1" "$2" "$3" "$peak" "$4" "$5" >>"$RES"
+}
+
 for T in $THREADS; do
 	target=cpu:threads=$T
 	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $2 }' "$DIR/peak.tsv")
@@ -157,8 +163,7 @@ for T in $THREADS; do
 			say "$W, $T thread(s): $n records in the store, not tuned again"
 		fi
 		if [ -z "$best" ]; then
-			printf '%s\t%s\tno kernel\t-\t-\t-\t%s\t-\t-\t-\t%s\n' "$W" "$T" "$peak" "$n" \
-				>>"$RES"
+			fail_row "$W" "$T" "no kernel" - "$n"
 			continue
 		fi
 		key=$(echo "$best" | cut -f1) hw=$(echo "$best" | cut -f2) name=$(echo "$best" | cut -f3)
@@ -174,8 +179,7 @@ for T in $THREADS; do
 		   ! $CC $DRV_CFLAGS -DKERNEL="$name" -o "$kdir/driver" "$HERE/kernels/driver.c" \
 			"$kdir/$name.o" $DRV_LIBS >>"$kdir/build.log" 2>&1; then
 			say "$key, $T thread(s): build failed, see $kdir/build.log"
-			printf '%s\t%s\tbuild failed\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$key" "$T" "$peak" \
-				"${secs:--}" "$n" >>"$RES"
+			fail_row "$key" "$T" "build failed" "${secs:--}" "$n"
 			continue
 		fi
 		say "$key, $T thread(s): timing $name against the library"
@@ -189,9 +193,8 @@ for T in $THREADS; do
 				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n }' >>"$RES"
 		else
 			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
-			printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$key" "$T" \
-				"$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" "$peak" \
-				"${secs:--}" "$n" >>"$RES"
+			fail_row "$key" "$T" "$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" \
+				"${secs:--}" "$n"
 		fi
 	done
 done

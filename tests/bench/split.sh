@@ -37,7 +37,7 @@ trap 'rm -rf "$W"' EXIT
 # braces opened on its first line close).
 {
 	printf '#define _GNU_SOURCE\n#include <omp.h>\n#include <sched.h>\n'
-	printf 'double tk_split_s[64];\nint tk_split_cpu[64];\n'
+	printf 'extern double tk_split_s[];\nextern int tk_split_cpu[];\n'
 	awk '
 	!inloop && /#pragma omp parallel for num_threads\(/ {
 		n = $0; sub(/.*num_threads\(/, "", n); sub(/\).*/, "", n)

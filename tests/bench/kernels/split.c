@@ -31,8 +31,8 @@
 #define MAXTHR 64
 
 void KERNEL(float *const *bufs, float *ws);
-extern double tk_split_s[MAXTHR];
-extern int tk_split_cpu[MAXTHR];
+double tk_split_s[MAXTHR]; /* written by the rewritten kernel (split.sh) */
+int tk_split_cpu[MAXTHR];
 
 static double fma_t[MAXTHR][2];
 static int fma_cpu[MAXTHR];
