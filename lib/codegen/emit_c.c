@@ -619,7 +619,7 @@ static int64_t stores_ops(const ir_stmt *s, const ir_stmt *v, int w)
 
 static int expands(const cg *g, const ir_stmt *s, int64_t *e)
 {
-	if (s->ann != ANN_UNROLL || !s->explicit_unroll || !ir_const(s->extent, e))
+	if (s->ann != ANN_UNROLL || !s->explicit_unroll || s->begin || !ir_const(s->extent, e))
 		return 0;
 	return g->mult * *e * expand_count(g, s->body) <= EXPAND_MAX;
 }
@@ -632,7 +632,7 @@ static int64_t expand_count(const cg *g, const ir_stmt *s)
 			n += 1 + value_ops(s->value, NULL, 1);
 		} else if (s->kind == IR_ALLOC) {
 			n += expand_count(g, s->body);
-		} else if (s->ann == ANN_VECTORIZE && can_vectorize(s)) {
+		} else if (s->ann == ANN_VECTORIZE && !s->begin && can_vectorize(s)) {
 			int64_t chunks = ir_const(s->extent, &e) ? (e + g->o->vlen - 1) / g->o->vlen : 2;
 			n += chunks * stores_ops(s->body, s, g->o->vlen);
 		} else if (expands(g, s, &e)) {
@@ -748,7 +748,7 @@ static void emit_for(cg *g, const ir_stmt *s)
 		emit_stmts(g, s->body);
 		return;
 	}
-	if (s->ann == ANN_VECTORIZE && !g->vloop && can_vectorize(s)) {
+	if (s->ann == ANN_VECTORIZE && !g->vloop && !s->begin && can_vectorize(s)) {
 		emit_vector_loop(g, s);
 		return;
 	}
@@ -777,7 +777,7 @@ static void emit_for(cg *g, const ir_stmt *s)
 	int64_t n = 1;
 	/* Only constant trip counts: GCC unrolling loops with tails by pragma,
 	 * nested, takes minutes for little gain. */
-	if (!par && s->ann == ANN_UNROLL && ir_const(s->extent, &e)) {
+	if (!par && s->ann == ANN_UNROLL && !s->begin && ir_const(s->extent, &e)) {
 		/* the compiler's copies count against the same budget */
 		int64_t body = expand_count(g, s->body);
 		n = e;
@@ -791,7 +791,12 @@ static void emit_for(cg *g, const ir_stmt *s)
 		}
 	}
 	line(g);
-	tk_sb_printf(g->sb, "for (long %s = 0; %s < ", name, name);
+	tk_sb_printf(g->sb, "for (long %s = ", name);
+	if (s->begin)
+		print_int(g, s->begin, 0);
+	else
+		tk_sb_puts(g->sb, "0");
+	tk_sb_printf(g->sb, "; %s < ", name);
 	print_int(g, s->extent, 0);
 	tk_sb_printf(g->sb, "; %s++) {\n", name);
 	g->depth++;

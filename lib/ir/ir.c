@@ -341,7 +341,12 @@ static void print_stmts(tk_sb *sb, const ir_stmt *s, int depth)
 		tk_sb_indent(sb, depth);
 		switch (s->kind) {
 		case IR_FOR:
-			tk_sb_printf(sb, "for %s in 0..", s->var);
+			tk_sb_printf(sb, "for %s in ", s->var);
+			if (s->begin)
+				print_expr(sb, s->begin);
+			else
+				tk_sb_puts(sb, "0");
+			tk_sb_puts(sb, "..");
 			print_expr(sb, s->extent);
 			tk_sb_printf(sb, "%s", ann[s->ann]);
 			if (s->ann == ANN_UNROLL && s->explicit_unroll)

@@ -3,7 +3,8 @@
  * feature extraction walks.
  *
  * A function is a list of statements over buffers. Statements are loops
- * (with an extent expression, a constant upper bound and an annotation),
+ * (with an extent expression, a constant upper bound, an optional first
+ * value other than 0 and an annotation),
  * stores (buf[idx] = value or += value) and allocations of a local buffer
  * live in a body. Expressions are integer index arithmetic over loop
  * variables, boolean guards, and float arithmetic on loads. Buffers keep
@@ -74,8 +75,9 @@ struct ir_stmt {
 	int kind;
 	int id;                    /* unique within the function */
 	ir_stmt *next;             /* next statement in the same block */
-	/* IR_FOR: var runs 0 .. extent-1 */
+	/* IR_FOR: var runs begin .. extent-1 */
 	const char *var;
+	ir_expr *begin;            /* NULL for 0; never negative */
 	ir_expr *extent;
 	int64_t max_extent;        /* constant upper bound of extent */
 	int ann;                   /* ANN_* */

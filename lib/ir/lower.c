@@ -532,8 +532,130 @@ typedef struct stage_ctx {
 	int partial;        /* reduction loops outside the accumulator */
 } stage_ctx;
 
-/* A new IR loop for leaf l, bound to it. */
-static ir_stmt *leaf_loop(stage_ctx *c, int l)
+/* ---- tightened reduction loops ---------------------------------------
+ *
+ * A read whose index leaves the tensor reads 0 (padding), and every read is
+ * a factor of the product the stage sums, so those terms add nothing. A
+ * reduction loop whose variable appears in such an index with coefficient 1
+ * runs over only the values that keep the index in range, when that range
+ * depends on loops outside it alone: for a 3x3 convolution with one output
+ * row per accumulator tile, ry runs from max(0, pad - y) to min(3, H + pad
+ * - y), and the rows of padding cost nothing (oneDNN skips them the same
+ * way). */
+
+/* Order position of the loop that holds leaf l (l, or what it was fused into). */
+static int leaf_pos(const stage_state *ss, int l)
+{
+	while (ss->ivs[l].parent >= 0)
+		l = ss->ivs[l].parent;
+	return order_pos(ss, l);
+}
+
+/* Value of axis a from its leaves outside order position pos, leaving out
+ * leaf skip; NULL if a leaf with more than one iteration is at pos or inside
+ * (one-iteration leaves there count 0). */
+static ir_expr *outer_axis_value(lw *L, const stage_state *ss, int a, int pos, int skip)
+{
+	const iv *v = &ss->ivs[a];
+	int first = v->split < 0 ? a : v->split;
+	int n = v->split < 0 ? 1 : ss->ivs[v->split].nparts;
+	ir_expr *e = ir_int(L->f, 0);
+	for (int l = first; l < first + n; l++) {
+		if (l == skip)
+			continue;
+		if (leaf_pos(ss, l) >= pos) {
+			if (ss->ivs[l].extent > 1)
+				return NULL;
+			continue;
+		}
+		int64_t stride = v->split < 0 ? 1 : ss->ivs[l].stride;
+		e = ir_bin(L->f, IR_ADD, e, ir_bin(L->f, IR_MUL, loop_value(L, ss, l), ir_int(L->f, stride)));
+	}
+	return e;
+}
+
+/* Index e with axis a taken as 0 and the other axes from the loops outside
+ * pos; *coef gets a's coefficient. NULL if e is not affine in a or needs a
+ * loop at pos or inside. */
+static ir_expr *outer_index(lw *L, const stage_state *ss, const te_expr *e, int a, int pos,
+                            int64_t *coef)
+{
+	ir_func *f = L->f;
+	int64_t ca, cb, k;
+	*coef = 0;
+	switch (e->kind) {
+	case TE_CONST: return ir_int(f, e->val);
+	case TE_AXIS:
+		if (e->val == a) {
+			*coef = 1;
+			return ir_int(f, 0);
+		}
+		return outer_axis_value(L, ss, (int)e->val, pos, -1);
+	}
+	ir_expr *x = outer_index(L, ss, e->a, a, pos, &ca);
+	ir_expr *y = x ? outer_index(L, ss, e->b, a, pos, &cb) : NULL;
+	if (!y)
+		return NULL;
+	switch (e->kind) {
+	case TE_ADD: *coef = ca + cb; return ir_bin(f, IR_ADD, x, y);
+	case TE_SUB: *coef = ca - cb; return ir_bin(f, IR_SUB, x, y);
+	case TE_MUL:
+		if (ca && cb)
+			return NULL;
+		if ((ca && !ir_const(y, &k)) || (cb && !ir_const(x, &k)))
+			return NULL;
+		*coef = ca ? ca * k : cb ? cb * k : 0;
+		return ir_bin(f, IR_MUL, x, y);
+	}
+	if (ca || cb)
+		return NULL;
+	return ir_bin(f, e->kind == TE_MOD ? IR_MOD : IR_DIV, x, y);
+}
+
+/* Tighten loop s of reduction leaf l at order position pos (see above). */
+static void tighten(stage_ctx *c, int l, int pos, ir_stmt *s)
+{
+	lw *L = c->L;
+	ir_func *f = L->f;
+	const te_stage *st = c->st;
+	iv *v = &c->ss->ivs[l];
+	if (!st->accumulate || v->kind == IV_FUSED || (v->kind == IV_PART && v->stride != 1))
+		return;
+	int a = v->axis;
+	ir_expr *base = outer_axis_value(L, c->ss, a, pos, l);
+	if (!base)
+		return;
+	int64_t ext[TE_MAXAXIS];
+	for (int i = 0; i < st->naxis; i++)
+		ext[i] = st->axis[i].extent;
+	ir_expr *low = NULL, *hi = NULL; /* the loop starts at max(0, -low) */
+	for (int r = 0; r < st->nread; r++) {
+		const te_read *rd = &st->read[r];
+		const te_tensor *t = &L->p->tensor[rd->tensor];
+		for (int d = 0; d < t->ndim; d++) {
+			int64_t rlo, rhi, coef;
+			te_expr_range(rd->idx[d], ext, &rlo, &rhi);
+			if (rlo >= 0 && rhi < t->shape[d])
+				continue;
+			ir_expr *rest = outer_index(L, c->ss, rd->idx[d], a, pos, &coef);
+			if (!rest || coef != 1)
+				continue;
+			/* 0 <= loop + rest < shape */
+			rest = ir_bin(f, IR_ADD, rest, base);
+			ir_expr *h1 = ir_bin(f, IR_SUB, ir_int(f, t->shape[d]), rest);
+			low = ir_bin(f, IR_MIN, low ? low : ir_int(f, 0), rest);
+			hi = hi ? ir_bin(f, IR_MIN, hi, h1) : h1;
+		}
+	}
+	if (!low)
+		return;
+	s->begin = ir_bin(f, IR_SUB, ir_int(f, 0), low);
+	s->extent = ir_bin(f, IR_MIN, s->extent, hi);
+}
+
+/* A new IR loop for leaf l at order position pos, bound to it; a
+ * reduction loop of a nest that sums products is tightened. */
+static ir_stmt *leaf_loop(stage_ctx *c, int l, int pos, int sums)
 {
 	ir_func *f = c->L->f;
 	iv *v = &c->ss->ivs[l];
@@ -545,6 +667,8 @@ static ir_stmt *leaf_loop(stage_ctx *c, int l)
 	if (s->ann == ANN_UNROLL)
 		s->explicit_unroll = c->ss->explicit;
 	v->loop = s;
+	if (sums && v->extent > 1 && leaf_is_reduce(c->st, c->ss, l))
+		tighten(c, l, pos, s);
 	return s;
 }
 
@@ -660,7 +784,7 @@ static ir_stmt *nest(stage_ctx *c, int from, int to, int spatial_only, int which
 	if (pos == to)
 		return make_inner(c, which);
 	int l = c->ss->order[pos];
-	ir_stmt *s = leaf_loop(c, l);
+	ir_stmt *s = leaf_loop(c, l, pos, which == MK_UPDATE || which == MK_DIRECT);
 	if (which == MK_DIRECT && c->acc && l == c->ss->cache_at)
 		s->body = acc_scope(c, pos + 1);
 	else

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "codegen/kernel.h"
+#include "ir/lower.h"
 #include "measure/measure.h"
 #include "unit.h"
 
@@ -114,6 +115,76 @@ TEST(test_blocked)
 	              "native");
 }
 
+/* Whether the IR of task under config has a loop "for VAR in " that does not
+ * start at 0: a reduction loop tightened to skip the padding. */
+static int tightened(const char *task, const char *config, const char *var)
+{
+	ms_task *t;
+	sp_config c;
+	sc_sched sc;
+	ir_func *f;
+	tk_sb sb;
+	char want[64];
+	int found = 0;
+	if (ms_task_open(task, 1, &t))
+		return -1;
+	if (sp_parse(t->space, config, &c) || sc_from_config(t->space, &c, &sc) ||
+	    lower(t->prog, &sc, &f)) {
+		ms_task_free(t);
+		return -1;
+	}
+	tk_sb_init(&sb);
+	ir_print(&sb, f);
+	snprintf(want, sizeof want, "for %s in ", var);
+	for (const char *p = sb.s; (p = strstr(p, want)); p++)
+		found |= strncmp(p + strlen(want), "0..", 3) != 0;
+	tk_sb_free(&sb);
+	ir_func_free(f);
+	ms_task_free(t);
+	return found;
+}
+
+/* Padding rows and columns cost nothing when the accumulator tile has one
+ * output row (column): ry (rx) runs over the input's rows only. Checked in
+ * the IR and against the reference, packed or not, stride 1 and 2, with
+ * explicit unrolling around a loop that starts late. */
+TEST(test_tightened)
+{
+	const char *t1 = "conv2d_nchwc:c=8,h=7,w=6,k=16,cb=4,kb=8,pad=1";
+	const char *t2 = "conv2d_nchwc:c=8,h=8,w=8,k=16,cb=4,kb=8,stride=2,pad=1";
+	const char *rows = "tile_fo=2x1x1;tile_y=1x7x1;tile_x=1x2x3;tile_fi=1x1x8;tile_rco=2x1;"
+	                   "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
+	                   "unroll_explicit=0;pack_I=0;pack_W=0";
+	const char *rows_packed = "tile_fo=2x1x1;tile_y=1x7x1;tile_x=1x2x3;tile_fi=1x1x8;"
+	                          "tile_rco=2x1;tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;"
+	                          "vec=fi;unroll=512;unroll_explicit=1;pack_I=1;pack_W=1";
+	const char *cols = "tile_fo=2x1x1;tile_y=1x1x7;tile_x=1x6x1;tile_fi=1x1x8;tile_rco=2x1;"
+	                   "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
+	                   "unroll_explicit=0;pack_I=1;pack_W=0";
+	const char *stride2 = "tile_fo=2x1x1;tile_y=1x4x1;tile_x=1x2x2;tile_fi=1x1x8;"
+	                      "tile_rco=2x1;tile_ry=3x1;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;"
+	                      "unroll=512;unroll_explicit=1;pack_I=1;pack_W=0";
+	CHECK_EQ_INT(tightened(t1, rows, "ry_1"), 1);
+	CHECK_EQ_INT(tightened(t1, rows, "rx_1"), 0);
+	CHECK_EQ_INT(tightened(t1, rows_packed, "ry_1"), 1);
+	CHECK_EQ_INT(tightened(t1, cols, "rx_1"), 1);
+	CHECK_EQ_INT(tightened(t1, cols, "ry_1"), 0);
+	CHECK_EQ_INT(tightened(t2, stride2, "ry_0"), 1);
+	/* a tile of 4 rows: the bounds would differ between its rows */
+	CHECK_EQ_INT(tightened(t2, "tile_fo=2x1x1;tile_y=1x1x4;tile_x=1x2x2;tile_fi=1x1x8;"
+	                           "tile_rco=2x1;tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;"
+	                           "vec=fi;unroll=0;unroll_explicit=0;pack_I=0;pack_W=0", "ry_1"), 0);
+	/* no padding, nothing to skip */
+	CHECK_EQ_INT(tightened("conv2d_nchwc:c=8,h=7,w=6,k=16,cb=4,kb=8",
+	                       "tile_fo=2x1x1;tile_y=1x5x1;tile_x=1x2x2;tile_fi=1x1x8;tile_rco=2x1;"
+	                       "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
+	                       "unroll_explicit=0;pack_I=0;pack_W=0", "ry_1"), 0);
+	check_configs(t1, rows, 0, "native");
+	check_configs(t1, rows_packed, 0, "native");
+	check_configs(t1, cols, 0, "native");
+	check_configs(t2, stride2, 0, "native");
+}
+
 TEST(test_winograd)
 {
 	check_task("conv2d_winograd:c=3,h=7,w=9,k=4,m=2", 4, "native");
@@ -140,4 +211,4 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_blocked, test_winograd, test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_winograd, test_other_targets, test_teardown)
