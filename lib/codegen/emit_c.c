@@ -501,9 +501,40 @@ static int reads_buf(const ir_expr *e, const ir_buf *b)
 	return reads_buf(e->a, b) || reads_buf(e->b, b);
 }
 
+/* Is guard e false here whatever the runtime loops hold (the loops it
+ * uses are explicitly unrolled or of one iteration)? */
+static int guard_false(cg *g, const ir_expr *e)
+{
+	lin l = { 0 };
+	int64_t v;
+	if (e->kind == IR_AND)
+		return guard_false(g, e->a) || guard_false(g, e->b);
+	if ((e->kind != IR_INRANGE && e->kind != IR_DIVIDES) || (g->vloop && uses_loop(e, g->vloop)))
+		return 0;
+	lin_acc(g, e->a, 0, 1, &l);
+	if (!lin_const(&l, &v))
+		return 0;
+	return e->kind == IR_INRANGE ? v < e->i || v >= e->j : v % e->i != 0;
+}
+
+/* Is e a product with a factor that is 0 here (a read of padding)? */
+static int zero_term(cg *g, const ir_expr *e)
+{
+	switch (e->kind) {
+	case IR_FMUL: return zero_term(g, e->a) || zero_term(g, e->b);
+	case IR_SELECT: return guard_false(g, e->a);
+	case IR_FCONST: return e->f == 0;
+	}
+	return 0;
+}
+
 static void emit_store(cg *g, const ir_stmt *s)
 {
 	const char *op = s->accum ? "+=" : "=";
+	/* adding a product with a read of padding adds nothing (as in the
+	 * tightened loops of lower.c) */
+	if (s->accum && zero_term(g, s->value))
+		return;
 	if (!g->vloop || g->vw == 1) {
 		line(g);
 		print_access(g, s->buf, s->idx, 0, 1, 1);
