@@ -244,18 +244,41 @@ static ir_expr *loop_value(lw *L, const stage_state *ss, int l)
 	return ir_var(L->f, v->loop);
 }
 
-static ir_expr *axis_value(lw *L, const stage_state *ss, int a)
+/* Order position of the loop that holds leaf l (l, or what it was fused into). */
+static int leaf_pos(const stage_state *ss, int l)
+{
+	while (ss->ivs[l].parent >= 0)
+		l = ss->ivs[l].parent;
+	return order_pos(ss, l);
+}
+
+/* Value of axis a from its leaves outside order position pos, leaving out
+ * leaf skip; NULL if a leaf with more than one iteration is at pos or inside
+ * (one-iteration leaves there count 0). */
+static ir_expr *outer_axis_value(lw *L, const stage_state *ss, int a, int pos, int skip)
 {
 	const iv *v = &ss->ivs[a];
-	if (v->split < 0)
-		return loop_value(L, ss, a);
+	int first = v->split < 0 ? a : v->split;
+	int n = v->split < 0 ? 1 : ss->ivs[v->split].nparts;
 	ir_expr *e = ir_int(L->f, 0);
-	for (int i = 0; i < ss->ivs[v->split].nparts; i++) {
-		int l = v->split + i;
-		e = ir_bin(L->f, IR_ADD, e,
-		           ir_bin(L->f, IR_MUL, loop_value(L, ss, l), ir_int(L->f, ss->ivs[l].stride)));
+	for (int l = first; l < first + n; l++) {
+		if (l == skip)
+			continue;
+		if (leaf_pos(ss, l) >= pos) {
+			if (ss->ivs[l].extent > 1)
+				return NULL;
+			continue;
+		}
+		int64_t stride = v->split < 0 ? 1 : ss->ivs[l].stride;
+		e = ir_bin(L->f, IR_ADD, e, ir_bin(L->f, IR_MUL, loop_value(L, ss, l), ir_int(L->f, stride)));
 	}
 	return e;
+}
+
+/* Value of axis a from the loops that hold it. */
+static ir_expr *axis_value(lw *L, const stage_state *ss, int a)
+{
+	return outer_axis_value(L, ss, a, SC_MAXLOOP, -1);
 }
 
 /* Extent expression of leaf l given the loops currently bound. */
@@ -546,37 +569,6 @@ typedef struct stage_ctx {
  * row per accumulator tile, ry runs from max(0, pad - y) to min(3, H + pad
  * - y), and the rows of padding cost nothing (oneDNN skips them the same
  * way). */
-
-/* Order position of the loop that holds leaf l (l, or what it was fused into). */
-static int leaf_pos(const stage_state *ss, int l)
-{
-	while (ss->ivs[l].parent >= 0)
-		l = ss->ivs[l].parent;
-	return order_pos(ss, l);
-}
-
-/* Value of axis a from its leaves outside order position pos, leaving out
- * leaf skip; NULL if a leaf with more than one iteration is at pos or inside
- * (one-iteration leaves there count 0). */
-static ir_expr *outer_axis_value(lw *L, const stage_state *ss, int a, int pos, int skip)
-{
-	const iv *v = &ss->ivs[a];
-	int first = v->split < 0 ? a : v->split;
-	int n = v->split < 0 ? 1 : ss->ivs[v->split].nparts;
-	ir_expr *e = ir_int(L->f, 0);
-	for (int l = first; l < first + n; l++) {
-		if (l == skip)
-			continue;
-		if (leaf_pos(ss, l) >= pos) {
-			if (ss->ivs[l].extent > 1)
-				return NULL;
-			continue;
-		}
-		int64_t stride = v->split < 0 ? 1 : ss->ivs[l].stride;
-		e = ir_bin(L->f, IR_ADD, e, ir_bin(L->f, IR_MUL, loop_value(L, ss, l), ir_int(L->f, stride)));
-	}
-	return e;
-}
 
 /* Index e with axis a taken as 0 and the other axes from the loops outside
  * pos; *coef gets a's coefficient. NULL if e is not affine in a or needs a

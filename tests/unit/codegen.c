@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "codegen/kernel.h"
-#include "ir/lower.h"
 #include "measure/measure.h"
 #include "unit.h"
 
@@ -115,55 +114,60 @@ TEST(test_blocked)
 	              "native");
 }
 
-/* Whether the IR of task under config has a loop "for VAR in " that does not
- * start at 0: a reduction loop tightened to skip the padding. */
-static int tightened(const char *task, const char *config, const char *var)
-{
-	ms_task *t;
-	sp_config c;
-	sc_sched sc;
-	ir_func *f;
-	tk_sb sb;
-	char want[64];
-	int found = 0;
-	if (ms_task_open(task, 1, &t))
-		return -1;
-	if (sp_parse(t->space, config, &c) || sc_from_config(t->space, &c, &sc) ||
-	    lower(t->prog, &sc, &f)) {
-		ms_task_free(t);
-		return -1;
-	}
-	tk_sb_init(&sb);
-	ir_print(&sb, f);
-	snprintf(want, sizeof want, "for %s in ", var);
-	for (const char *p = sb.s; (p = strstr(p, want)); p++)
-		found |= strncmp(p + strlen(want), "0..", 3) != 0;
-	tk_sb_free(&sb);
-	ir_func_free(f);
-	ms_task_free(t);
-	return found;
-}
-
-/* Lines of the C of task under config for an AVX-512 target that contain
- * needle, -1 if it cannot be built. */
-static int count_lines(const char *task, const char *config, const char *needle)
+/* The loop-nest IR (ir = 1) or the C source of task under config for an
+ * AVX-512 target, for the caller to free; NULL if it cannot be built. */
+static char *kernel_text(const char *task, const char *config, int ir)
 {
 	ms_task *t;
 	sp_config c;
 	tk_target tg;
 	kn_kernel k;
-	int n = -1;
+	char *text = NULL;
 	if (ms_task_open(task, 1, &t))
-		return -1;
+		return NULL;
 	if (!sp_parse(t->space, config, &c) && !tk_target_parse("cpu:isa=avx512", &tg) &&
-	    !kn_build(t->space, &c, &tg, 0, &k)) {
-		char *line, *save;
-		for (line = k.src ? strtok_r(k.src, "\n", &save) : NULL, n = k.src ? 0 : -1; line;
-		     line = strtok_r(NULL, "\n", &save))
-			n += strstr(line, needle) != NULL;
+	    !kn_build(t->space, &c, &tg, ir, &k)) {
+		if (ir && k.ir) {
+			tk_sb sb;
+			tk_sb_init(&sb);
+			ir_print(&sb, k.ir);
+			text = tk_sb_take(&sb);
+		} else if (!ir && k.src) {
+			text = k.src;
+			k.src = NULL;
+		}
 		kn_kernel_free(&k);
 	}
 	ms_task_free(t);
+	return text;
+}
+
+/* Whether the IR of task under config has a loop "for VAR in " that does not
+ * start at 0: a reduction loop tightened to skip the padding. */
+static int tightened(const char *task, const char *config, const char *var)
+{
+	char *ir = kernel_text(task, config, 1), want[64];
+	int found = 0;
+	if (!ir)
+		return -1;
+	snprintf(want, sizeof want, "for %s in ", var);
+	for (const char *p = ir; (p = strstr(p, want)); p++)
+		found |= strncmp(p + strlen(want), "0..", 3) != 0;
+	free(ir);
+	return found;
+}
+
+/* Lines of the C of task under config that contain needle, -1 if it cannot
+ * be built. */
+static int count_lines(const char *task, const char *config, const char *needle)
+{
+	char *src = kernel_text(task, config, 0), *save;
+	int n = 0;
+	if (!src)
+		return -1;
+	for (char *line = strtok_r(src, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		n += strstr(line, needle) != NULL;
+	free(src);
 	return n;
 }
 
