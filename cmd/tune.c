@@ -29,7 +29,7 @@ static struct {
 	const char *network, *model, *search, *feature, *objective, *transfer, *replay,
 	           *replay_hw;
 	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
-	        run;
+	        run, regtile;
 	double epsilon, time_budget;
 	ms_cli ms;
 	int resume;
@@ -53,6 +53,7 @@ static const opt options[] = {
 	{ OPT_INT, "sa-chains", 0, &o.sa_chains, "N", "simulated annealing chains (default 128)" },
 	{ OPT_INT, "sa-iters", 0, &o.sa_iters, "N", "simulated annealing steps (default 500)" },
 	{ OPT_INT, "xgb-rounds", 0, &o.xgb_rounds, "N", "fixed boosting rounds (default: early stopping)" },
+	{ OPT_INT, "regtile", 0, &o.regtile, "N", "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)" },
 	{ OPT_STRING, "transfer-from", 0, &o.transfer, "DB", "history store for a transfer-learning base model" },
 	{ OPT_STRING, "replay", 0, &o.replay, "DB", "answer measurements from the records of this store" },
 	{ OPT_STRING, "replay-hardware", 0, &o.replay_hw, "HW", "hardware key or id in the replay store" },
@@ -127,6 +128,7 @@ static int apply(tk_ctx *ctx, tn_opts *t)
 	if (o.sa_chains) t->sa.chains = (int)o.sa_chains;
 	if (o.sa_iters) t->sa.iters = (int)o.sa_iters;
 	if (o.xgb_rounds) t->xgb_rounds = (int)o.xgb_rounds;
+	if (o.regtile >= 0) t->regtile = (int)o.regtile;
 	set_str(t->transfer_from, sizeof t->transfer_from, o.transfer);
 	set_str(t->replay, sizeof t->replay, o.replay);
 	set_str(t->replay_hw, sizeof t->replay_hw, o.replay_hw);
@@ -161,13 +163,15 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	double *weight = NULL;
 	int64_t resume = 0;
 	o.epsilon = -1;
+	o.regtile = -1;
 	ms_cli_init(&o.ms);
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	if (argc > 0)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
 	if (o.trials < 0 || o.time_budget < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
-	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0)
+	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0 ||
+	    o.regtile < -1)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;

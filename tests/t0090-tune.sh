@@ -132,12 +132,36 @@ test_expect_success 'an interrupted run keeps its records and --resume finishes 
 	test "$(sqlite3 int.db "SELECT MAX(trial) FROM measurement")" -eq 63
 '
 
+# The register tile of a dense config: inner factor of the vectorised axis
+# in 4-lane (SSE2) vectors times the other's; prints the largest of a stream.
+max_regtile() {
+	awk -F"\t" "NR > 1 { n = split(\$5, kv, \";\"); delete f; v = \"\"
+		for (i = 1; i <= n; i++) { split(kv[i], p, \"=\"); f[p[1]] = p[2] }
+		v = f[\"vec\"]; split(f[\"tile_i\"], a, \"x\"); split(f[\"tile_j\"], b, \"x\")
+		ri = v == \"i\" ? int((a[3] + 3) / 4) : a[3]; rj = v == \"j\" ? int((b[3] + 3) / 4) : b[3]
+		if (ri * rj > m) m = ri * rj } END { print m + 0 }" "$1"
+}
+
+test_expect_success 'draws keep the register tile within --regtile (the registers by default)' '
+	tunekit tune -q --db rt.db --task dense:m=64,n=96,k=32 --target cpu:isa=sse2 --trials 24 \
+		--search random --repeat 1 --number 1 --regtile 2 >rt2 &&
+	test $(tsv_count rt2) -eq 24 && test "$(max_regtile rt2)" -le 2 &&
+	tunekit tune -q --db rt.db --task dense:m=64,n=96,k=32 --target cpu:isa=sse2 --trials 24 \
+		--search random --repeat 1 --number 1 --seed 2 >rtd &&
+	test "$(max_regtile rtd)" -le 14 &&
+	tunekit tune -q --db rt.db --task dense:m=64,n=96,k=32 --target cpu:isa=sse2 --trials 24 \
+		--search random --repeat 1 --number 1 --seed 3 --regtile 0 >rt0 &&
+	test "$(max_regtile rt0)" -gt 14 &&
+	sqlite3 rt.db "SELECT params FROM run" | grep -c "^regtile=" >n && test "$(cat n)" -eq 3
+'
+
 test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err && grep -q "unknown model" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
 	test_expect_code 2 tunekit tune --trials 4 2>err && grep -q "nothing to tune" err &&
 	test_expect_code 2 tunekit tune --db fresh.db --resume 2>err && grep -q "no unfinished" err &&
-	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err
+	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --regtile -2 2>err
 '
 
 test_done

@@ -30,17 +30,18 @@ static const char *const key_names[NKEY] = { "cc", "isa", "opt", "threads" };
 
 static const char *const opt_values[] = { "-O0", "-O1", "-O2", "-O3", "-Os" };
 
-/* ISA table: name, float32 lanes, flags, CPU features it needs. */
+/* ISA table: name, float32 lanes, vector registers, flags, CPU features it
+ * needs. */
 static const struct isa_info {
 	const char *name;
-	int vlen;
+	int vlen, nvreg;
 	const char *flags;
 	const char *needs; /* for the error message */
 } isa_table[] = {
-	{ "avx512", 16, "-march=native -mprefer-vector-width=512",
+	{ "avx512", 16, 32, "-march=native -mprefer-vector-width=512",
 	  "avx512f, avx512vl, avx512bw, avx512dq, fma" },
-	{ "avx2", 8, "-march=haswell -mtune=native", "avx2, fma" },
-	{ "sse2", 4, "-march=x86-64 -mtune=generic", "sse2" },
+	{ "avx2", 8, 16, "-march=haswell -mtune=native", "avx2, fma" },
+	{ "sse2", 4, 16, "-march=x86-64 -mtune=generic", "sse2" },
 };
 
 static const char base_flags[] =
@@ -304,6 +305,7 @@ int tk_target_parse(const char *spec, tk_target *t)
 	}
 	snprintf(t->isa, sizeof t->isa, "%s", isa_table[ii].name);
 	t->vlen = isa_table[ii].vlen;
+	t->nvreg = isa_table[ii].nvreg;
 
 	int rc = cc_version(t->cc, t->cc_version, sizeof t->cc_version);
 	if (rc)

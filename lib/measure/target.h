@@ -21,6 +21,7 @@ typedef struct tk_target {
 	char spec[160];      /* canonical spec: cpu:cc=gcc,isa=avx512,opt=-O3,threads=1 */
 	char isa[16];        /* avx512 | avx2 | sse2 */
 	int vlen;            /* float32 lanes of the ISA's vectors: 16, 8, 4 */
+	int nvreg;           /* its vector registers: 32, 16, 16 */
 	int threads;         /* >= 1 */
 	char cc[64];         /* compiler command */
 	char cc_version[160];/* first line of `cc --version` */

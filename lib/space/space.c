@@ -336,11 +336,43 @@ int sp_parse(const sp_space *s, const char *text, sp_config *c)
 	return TK_OK;
 }
 
+int64_t sp_regtile(const sp_space *s, const sp_config *c, int vlen)
+{
+	int vec = -1;
+	int64_t n = 1;
+	for (int k = 0; k < s->nknob; k++)
+		if (s->knob[k].role == KR_VEC)
+			vec = (int)s->knob[k].cand[c->v[k]];
+	for (int k = 0; k < s->nknob; k++) {
+		const sp_knob *kn = &s->knob[k];
+		if (kn->role != KR_TILE || kn->nlevel != 3)
+			continue;
+		int64_t f = kn->cand[c->v[k] * 3 + 2];
+		n *= kn->axis == vec && vlen > 1 ? ceildiv(f, vlen) : f;
+	}
+	return n;
+}
+
+void sp_limit_regtile(sp_space *s, int vlen, int nreg)
+{
+	s->reg_vlen = vlen;
+	s->reg_max = nreg;
+}
+
+static int fits(const sp_space *s, const sp_config *c)
+{
+	return !s->reg_max || sp_regtile(s, c, s->reg_vlen) <= s->reg_max;
+}
+
 void sp_sample(const sp_space *s, tk_rng *r, sp_config *c)
 {
-	memset(c, 0, sizeof *c);
-	for (int k = 0; k < s->nknob; k++)
-		c->v[k] = (int)tk_rng_below(r, (uint32_t)s->knob[k].n);
+	for (int tries = 0; tries < SP_REG_TRIES; tries++) {
+		memset(c, 0, sizeof *c);
+		for (int k = 0; k < s->nknob; k++)
+			c->v[k] = (int)tk_rng_below(r, (uint32_t)s->knob[k].n);
+		if (fits(s, c))
+			return;
+	}
 }
 
 void sp_neighbor(const sp_space *s, tk_rng *r, const sp_config *c, sp_config *out)
@@ -352,9 +384,14 @@ void sp_neighbor(const sp_space *s, tk_rng *r, const sp_config *c, sp_config *ou
 			movable[n++] = k;
 	if (n == 0)
 		return;
-	int k = movable[tk_rng_below(r, (uint32_t)n)];
-	int v = (int)tk_rng_below(r, (uint32_t)s->knob[k].n - 1);
-	out->v[k] = v >= c->v[k] ? v + 1 : v;
+	for (int tries = 0; tries < SP_REG_TRIES; tries++) {
+		*out = *c;
+		int k = movable[tk_rng_below(r, (uint32_t)n)];
+		int v = (int)tk_rng_below(r, (uint32_t)s->knob[k].n - 1);
+		out->v[k] = v >= c->v[k] ? v + 1 : v;
+		if (fits(s, out))
+			return;
+	}
 }
 
 void sp_naive(const sp_space *s, sp_config *c)

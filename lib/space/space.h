@@ -72,6 +72,7 @@ typedef struct sp_space {
 	int nknob;
 	sp_knob knob[SP_MAXKNOB];
 	uint64_t size;      /* number of configurations */
+	int reg_vlen, reg_max; /* sp_limit_regtile(); reg_max 0: no limit */
 } sp_space;
 
 typedef struct sp_config {
@@ -100,11 +101,28 @@ void sp_format(tk_sb *sb, const sp_space *s, const sp_config *c);
 /* The value text of knob k in c ("4x8x16", "j", "64"). Returns buf. */
 const char *sp_value_text(const sp_space *s, int k, const sp_config *c, char *buf, int nbuf);
 
-/* Uniformly random configuration. */
+/* Uniformly random configuration (among those within the register limit,
+ * below, when one is set). */
 void sp_sample(const sp_space *s, tk_rng *r, sp_config *c);
 /* A neighbour: c with one knob (with more than one candidate) changed to a
- * different random candidate. c itself if every knob has one candidate. */
+ * different random candidate (within the register limit when one is set).
+ * c itself if every knob has one candidate. */
 void sp_neighbor(const sp_space *s, tk_rng *r, const sp_config *c, sp_config *out);
+
+/* ---- the register tile ------------------------------------------------------
+ * The accumulator tile of c (the inner tile factors of the spatial axes) in
+ * vector registers of vlen lanes: the vectorised axis's factor rounded up
+ * to whole vectors, times the other factors. 1 for a space without tiles. */
+int64_t sp_regtile(const sp_space *s, const sp_config *c, int vlen);
+/* From now on sp_sample and sp_neighbor draw configurations whose register
+ * tile is at most nreg vectors of vlen lanes: a tile that does not fit the
+ * register file spills its accumulators on every step of the reduction.
+ * They draw up to SP_REG_TRIES times and then take what they drew, so a
+ * space with few fitting configurations is still searched. nreg 0 lifts the
+ * limit. Indices, text and the space itself are unchanged: the limit is a
+ * rule of the samplers, which is why a target can set it. */
+void sp_limit_regtile(sp_space *s, int vlen, int nreg);
+#define SP_REG_TRIES 64
 
 /* The naive configuration: every split [E,1,1], order 0, first vec axis, no
  * unroll, no packing: the plain loop nest. */

@@ -50,6 +50,10 @@ typedef struct tn_opts {
 	uint64_t seed;
 	sr_sa_opts sa;
 	int xgb_rounds;           /* 0: xgb's default with early stopping */
+	int regtile;              /* samplers draw register tiles of at most this
+	                             many vectors (sp_limit_regtile); -1: the
+	                             target's registers minus 2; 0: no limit.
+	                             Not applied to replayed tasks */
 	char transfer_from[512];  /* history store, "" for none */
 	char replay[512];         /* dataset store, "" for real measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
@@ -57,7 +61,7 @@ typedef struct tn_opts {
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
 
-/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16. */
+/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1. */
 void tn_opts_default(tn_opts *o);
 
 /* Options as "key=value" lines (stored in run.params) and back. The

@@ -220,6 +220,82 @@ TEST(test_vector_axis_fixes_the_block)
 	CHECK(kv >= 0 && space->knob[kv].n == 3); /* conv2d: f, y, x (n = 1 is skipped) */
 }
 
+/* The register tile: the vectorised axis's inner factor in whole vectors
+ * times the others'. With a limit, sampling, neighbours and annealing draw
+ * only tiles that fit (this space has plenty); an impossible limit still
+ * yields configurations; lifting it restores the draws of the unlimited
+ * space, so seeded runs without a limit repeat. */
+TEST(test_regtile_limit)
+{
+	te_prog *p;
+	sp_space *s;
+	sp_config c, d, first[50];
+	tk_rng rng;
+	CHECK_EQ_INT(te_task_parse("dense:m=64,n=64,k=32", &p), TK_OK);
+	CHECK_EQ_INT(sp_space_create(p, &s), TK_OK);
+	CHECK_EQ_INT(sp_parse(s, "tile_i=4x2x8;tile_j=2x2x16;tile_r=2x16;order=0;vec=j;unroll=0;"
+	                         "unroll_explicit=0;pack_A=0;pack_B=0", &c), TK_OK);
+	CHECK_EQ_INT((int)sp_regtile(s, &c, 8), 16);  /* 8 rows x 2 vectors */
+	CHECK_EQ_INT((int)sp_regtile(s, &c, 16), 8);
+	CHECK_EQ_INT((int)sp_regtile(s, &c, 32), 8);  /* a part vector is a register */
+	CHECK_EQ_INT(sp_parse(s, "tile_i=4x2x8;tile_j=2x2x16;tile_r=2x16;order=0;vec=i;unroll=0;"
+	                         "unroll_explicit=0;pack_A=0;pack_B=0", &c), TK_OK);
+	CHECK_EQ_INT((int)sp_regtile(s, &c, 8), 16);  /* 1 vector of i x 16 columns */
+
+	tk_rng_seed(&rng, 5, 0);
+	for (int i = 0; i < 50; i++)
+		sp_sample(s, &rng, &first[i]);
+	int over = 0, big = 0, moved = 0;
+	for (int i = 0; i < 50; i++)
+		big += sp_regtile(s, &first[i], 8) > 6;
+	CHECK(big > 10); /* without the limit, many tiles are larger */
+
+	sp_limit_regtile(s, 8, 6);
+	for (int i = 0; i < 500; i++) {
+		sp_sample(s, &rng, &c);
+		over += sp_regtile(s, &c, 8) > 6;
+		sp_neighbor(s, &rng, &c, &d);
+		over += sp_regtile(s, &d, 8) > 6;
+		moved += sp_index(s, &c) != sp_index(s, &d);
+	}
+	CHECK_EQ_INT(over, 0);
+	CHECK(moved > 400);
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	o.chains = 16;
+	o.iters = 50;
+	sr_sa *sa;
+	sp_config out[32];
+	float sc[32];
+	int n = 0, calls = 0;
+	sp_space *shared = space;
+	space = s; /* score() reads the knobs of the shared space */
+	sp_sample(s, &rng, &target);
+	CHECK_EQ_INT(sr_sa_new(s, &o, &sa), TK_OK);
+	CHECK_EQ_INT(sr_sa_find(sa, score, &calls, NULL, &rng, 32, out, sc, &n), TK_OK);
+	space = shared;
+	CHECK_EQ_INT(n, 32);
+	for (int i = 0; i < n; i++)
+		over += sp_regtile(s, &out[i], 8) > 6;
+	CHECK_EQ_INT(over, 0);
+	sr_sa_free(sa);
+
+	sp_limit_regtile(s, 8, 1); /* fits nothing with more than one vector */
+	sp_sample(s, &rng, &c);
+	CHECK(sp_index(s, &c) < s->size);
+
+	sp_limit_regtile(s, 0, 0);
+	tk_rng_seed(&rng, 5, 0);
+	int same = 0;
+	for (int i = 0; i < 50; i++) {
+		sp_sample(s, &rng, &c);
+		same += sp_index(s, &c) == sp_index(s, &first[i]);
+	}
+	CHECK_EQ_INT(same, 50);
+	sp_space_free(s);
+	te_prog_free(p);
+}
+
 UNIT_MAIN(test_setup, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
           test_diverse, test_sa_small_space_is_exhausted_cleanly,
-          test_vector_axis_fixes_the_block, test_teardown)
+          test_vector_axis_fixes_the_block, test_regtile_limit, test_teardown)
