@@ -200,7 +200,12 @@ for T in $THREADS; do
 done
 
 # ---- the table ------------------------------------------------------------
-awk -F'\t' -v trials="$TRIALS" -v rounds="$ROUNDS" -v peakfile="$DIR/peak.tsv" '
+# The machine, for the table: the figures hold for this CPU only.
+cpuinfo() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo 2>/dev/null | head -1; }
+machine="$(cpuinfo 'model name'), family $(cpuinfo 'cpu family') model $(cpuinfo model),\
+ $(getconf _NPROCESSORS_ONLN) CPUs, $($CC --version 2>/dev/null | head -1)"
+awk -F'\t' -v trials="$TRIALS" -v rounds="$ROUNDS" -v peakfile="$DIR/peak.tsv" \
+	-v machine="$machine" '
 function group(task,   a, m, n, k) {
 	if (task ~ /^depthwise_conv2d(_nchwc)?:/) return "MobileNet-V2 depthwise"
 	if (task ~ /^conv2d(_nchwc)?:/) return "ResNet-18 conv"
@@ -246,6 +251,7 @@ END {
 	printf "too; tk+ro: the same for the _nchwc kernels, src blocked and dst unblocked in the\n"
 	printf "timed region, weights blocked beforehand). Median of %d interleaved rounds;\n", rounds
 	printf "GFLOPS = nominal FLOPs / median time.\n"
+	printf "Machine: %s\n", machine
 	printf "FP32 peak: %s (%s)\n\n", substr(peaks, 3), peakdesc
 	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %6s %7s  %s\n", "workload", "thr", "tunekit",
 	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "trials", "tune s",
