@@ -35,7 +35,7 @@ CREATE TABLE task (
 CREATE TABLE config (
   id        INTEGER PRIMARY KEY,
   task_id   INTEGER NOT NULL REFERENCES task(id),
-  idx       INTEGER,                -- index in the task's space (NULL if foreign)
+  idx       INTEGER,                -- index in the space of the version that recorded it (NULL if foreign); configs match by text
   text      TEXT NOT NULL,          -- canonical knob text
   sched     TEXT NOT NULL,          -- schedule primitive sequence, one primitive per line
   UNIQUE (task_id, text)

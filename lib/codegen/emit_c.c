@@ -501,20 +501,28 @@ static int reads_buf(const ir_expr *e, const ir_buf *b)
 	return reads_buf(e->a, b) || reads_buf(e->b, b);
 }
 
-/* Is guard e false here whatever the runtime loops hold (the loops it
- * uses are explicitly unrolled or of one iteration)? */
-static int guard_false(cg *g, const ir_expr *e)
+/* Value of guard e here whatever the runtime loops hold (the loops it uses
+ * are explicitly unrolled or of one iteration): 0 or 1, or -1 if it
+ * depends on them. */
+static int guard_value(cg *g, const ir_expr *e)
 {
 	lin l = { 0 };
 	int64_t v;
-	if (e->kind == IR_AND)
-		return guard_false(g, e->a) || guard_false(g, e->b);
+	if (e->kind == IR_AND) {
+		int a = guard_value(g, e->a), b = guard_value(g, e->b);
+		return !a || !b ? 0 : a == 1 && b == 1 ? 1 : -1;
+	}
 	if ((e->kind != IR_INRANGE && e->kind != IR_DIVIDES) || (g->vloop && uses_loop(e, g->vloop)))
-		return 0;
+		return -1;
 	lin_acc(g, e->a, 0, 1, &l);
 	if (!lin_const(&l, &v))
-		return 0;
-	return e->kind == IR_INRANGE ? v < e->i || v >= e->j : v % e->i != 0;
+		return -1;
+	return e->kind == IR_INRANGE ? v >= e->i && v < e->j : v % e->i == 0;
+}
+
+static int guard_false(cg *g, const ir_expr *e)
+{
+	return guard_value(g, e) == 0;
 }
 
 /* Is e a product with a factor that is 0 here (a read of padding)? */
@@ -528,7 +536,36 @@ static int zero_term(cg *g, const ir_expr *e)
 	return 0;
 }
 
+static void emit_store_at(cg *g, const ir_stmt *s, int lanewise);
+
+/* A store with a guard: left out where the guard is false, made
+ * conditional where it depends on runtime loops, lane by lane where it
+ * depends on the vector lane. */
 static void emit_store(cg *g, const ir_stmt *s)
+{
+	int v = s->cond ? guard_value(g, s->cond) : 1;
+	if (v == 0)
+		return;
+	if (v == 1) {
+		emit_store_at(g, s, 0);
+		return;
+	}
+	if (g->vloop && g->vw > 1 && uses_loop(s->cond, g->vloop)) {
+		emit_store_at(g, s, 1);
+		return;
+	}
+	line(g);
+	tk_sb_puts(g->sb, "if (");
+	print_bool(g, s->cond, 0);
+	tk_sb_puts(g->sb, ") {\n");
+	g->depth++;
+	emit_store_at(g, s, 0);
+	g->depth--;
+	line(g);
+	tk_sb_puts(g->sb, "}\n");
+}
+
+static void emit_store_at(cg *g, const ir_stmt *s, int lanewise)
 {
 	const char *op = s->accum ? "+=" : "=";
 	/* adding a product with a read of padding adds nothing (as in the
@@ -549,6 +586,8 @@ static void emit_store(cg *g, const ir_stmt *s)
 	int ok;
 	int64_t st = flat_stride(s->buf, s->idx, g->vloop, &ok);
 	int vec = is_vec(g, s->value);
+	if (lanewise)
+		ok = 0;
 	if (ok && st == 1) {
 		line(g);
 		print_access(g, s->buf, s->idx, 0, g->vw, 1);
@@ -585,6 +624,11 @@ static void emit_store(cg *g, const ir_stmt *s)
 	tk_sb_puts(g->sb, ";\n");
 	for (int l = 0; l < g->vw; l++) {
 		line(g);
+		if (lanewise) {
+			tk_sb_puts(g->sb, "if (");
+			print_bool(g, s->cond, l);
+			tk_sb_puts(g->sb, ") ");
+		}
 		print_access(g, s->buf, s->idx, l, 1, 1);
 		tk_sb_printf(g->sb, " %s t%d[%d];\n", op, t, l);
 	}

@@ -362,6 +362,11 @@ static void print_stmts(tk_sb *sb, const ir_stmt *s, int depth)
 			print_stmts(sb, s->body, depth + 1);
 			break;
 		case IR_STORE:
+			if (s->cond) {
+				tk_sb_puts(sb, "if ");
+				print_expr(sb, s->cond);
+				tk_sb_puts(sb, ": ");
+			}
 			tk_sb_printf(sb, "%s[", s->buf->name);
 			for (int d = 0; d < s->buf->ndim; d++) {
 				if (d)

@@ -5,7 +5,8 @@
  * A function is a list of statements over buffers. Statements are loops
  * (with an extent expression, a constant upper bound, an optional first
  * value other than 0 and an annotation),
- * stores (buf[idx] = value or += value) and allocations of a local buffer
+ * stores (buf[idx] = value or += value, optionally only where a guard
+ * holds) and allocations of a local buffer
  * live in a body. Expressions are integer index arithmetic over loop
  * variables, boolean guards, and float arithmetic on loads. Buffers keep
  * their dimensions (indices are per dimension), so strides and reuse are
@@ -87,6 +88,7 @@ struct ir_stmt {
 	ir_buf *buf;               /* also IR_ALLOC: the local buffer */
 	ir_expr **idx;
 	ir_expr *value;
+	ir_expr *cond;             /* store only where this holds; NULL: always */
 	int accum;                 /* += instead of = */
 };
 

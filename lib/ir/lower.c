@@ -553,6 +553,8 @@ typedef struct stage_ctx {
 	int acc_dims;       /* leaves that index acc, in order */
 	int acc_leaf[SC_MAXLOOP];
 	int partial;        /* reduction loops outside the accumulator */
+	int in_tile;        /* building the nests below the cache_write loop */
+	int padded[TE_MAXAXIS]; /* axes whose tile runs past the extent (see full_tile) */
 	/* the tightened loop (and its leaf) that keeps index d of read r in
 	 * range while it is the loop bound to that leaf: no guard needed */
 	const ir_stmt *tight[TE_MAXREAD][TE_MAXDIM];
@@ -662,8 +664,60 @@ static void tighten(stage_ctx *c, int l, int pos, ir_stmt *s)
 	s->extent = ir_bin(f, IR_MIN, s->extent, hi);
 }
 
+/* ---- whole accumulator tiles ------------------------------------------
+ *
+ * A register tile that does not divide its axis (6 rows of 1024) would end
+ * in a shorter tile, and a loop whose trip count is min(6, 1024 - i) cannot
+ * be unrolled into registers: the accumulator becomes a memory array on
+ * every tile, not just the last. Instead the tile is always computed
+ * whole, reading zeros past the edge, and only the write-back is guarded,
+ * as BLAS micro-kernels do. That is safe where every read that depends on
+ * the axis either checks its range (unpacked reads are guarded wherever
+ * the range analysis cannot rule an overrun out) or reads a packed panel
+ * tiled by this very part, whose padding the packing filled with zeros. */
+
+static int te_uses_axis(const te_expr *e, int a)
+{
+	if (!e || e->kind == TE_CONST)
+		return 0;
+	if (e->kind == TE_AXIS)
+		return e->val == a;
+	return te_uses_axis(e->a, a) || te_uses_axis(e->b, a);
+}
+
+/* May spatial leaf l below the cache_write run its whole extent? */
+static int full_tile(const stage_ctx *c, int l)
+{
+	const iv *v = &c->ss->ivs[l];
+	if (v->kind != IV_PART || v->part != c->ss->ivs[v->first].nparts - 1 ||
+	    c->st->axis[v->axis].reduce || const_bound(c->st, c->ss, l))
+		return 0;
+	for (int r = 0; r < c->st->nread; r++) {
+		if (!c->ss->pack[r])
+			continue;
+		const te_read *rd = &c->st->read[r];
+		for (int d = 0; d < c->pk[r].ndim; d++)
+			if (te_uses_axis(rd->idx[d], v->axis) &&
+			    (c->pk[r].dim[d].kind != PD_SPLIT || c->pk[r].dim[d].axis != v->axis))
+				return 0;
+	}
+	return 1;
+}
+
+/* Where the tile's element is inside the output: NULL if everywhere. */
+static ir_expr *tile_guard(stage_ctx *c)
+{
+	ir_expr *g = NULL;
+	for (int a = 0; a < c->st->nspatial; a++)
+		if (c->padded[a])
+			g = ir_bin(c->L->f, IR_AND, g,
+			           ir_inrange(c->L->f, axis_value(c->L, c->ss, a), 0, c->st->axis[a].extent));
+	return g;
+}
+
 /* A new IR loop for leaf l at order position pos, bound to it; a
- * reduction loop of a nest that sums products is tightened. */
+ * reduction loop of a nest that sums products is tightened, and a spatial
+ * tile loop below the cache_write may run whole (full_tile). */
 static ir_stmt *leaf_loop(stage_ctx *c, int l, int pos, int sums)
 {
 	ir_func *f = c->L->f;
@@ -671,6 +725,10 @@ static ir_stmt *leaf_loop(stage_ctx *c, int l, int pos, int sums)
 	ir_stmt *s = ir_stmt_new(f, IR_FOR);
 	s->var = v->name;
 	s->extent = leaf_extent(c->L, c->st, c->ss, l);
+	if (c->in_tile && full_tile(c, l)) {
+		s->extent = ir_int(f, v->extent);
+		c->padded[v->axis] = 1;
+	}
 	s->max_extent = v->extent;
 	s->ann = v->ann;
 	if (s->ann == ANN_UNROLL)
@@ -748,16 +806,25 @@ static ir_stmt *make_inner(stage_ctx *c, int which)
 	ir_func *f = c->L->f;
 	const te_stage *st = c->st;
 	switch (which) {
-	case MK_INIT:
-		return store(f, c->acc, acc_index(c),
-		             c->partial ? ir_load(f, c->out, out_index(c)) : ir_fconst(f, 0), 0);
+	case MK_INIT: {
+		ir_expr *v = ir_fconst(f, 0);
+		if (c->partial) {
+			ir_expr *g = tile_guard(c);
+			v = ir_load(f, c->out, out_index(c));
+			if (g)
+				v = ir_bin(f, IR_SELECT, g, v);
+		}
+		return store(f, c->acc, acc_index(c), v, 0);
+	}
 	case MK_UPDATE:
 		return store(f, c->acc, acc_index(c), body_value(c), st->accumulate);
 	case MK_WRITEBACK: {
 		ir_expr *v = ir_load(f, c->acc, acc_index(c));
 		if (st->epilogue == TE_EPI_RELU && !c->partial)
 			v = ir_bin(f, IR_FRELU, v, NULL);
-		return store(f, c->out, out_index(c), v, 0);
+		ir_stmt *s = store(f, c->out, out_index(c), v, 0);
+		s->cond = tile_guard(c);
+		return s;
 	}
 	default: {
 		ir_expr *v = body_value(c);
@@ -777,9 +844,11 @@ static ir_stmt *acc_scope(stage_ctx *c, int from)
 	int to = c->ss->norder;
 	ir_stmt *al = ir_stmt_new(f, IR_ALLOC);
 	al->buf = c->acc;
+	c->in_tile = 1;
 	ir_stmt *init = nest(c, from, to, 1, MK_INIT);
 	ir_stmt *upd = nest(c, from, to, 0, MK_UPDATE);
 	ir_stmt *wb = nest(c, from, to, 1, MK_WRITEBACK);
+	c->in_tile = 0;
 	init->next = upd;
 	upd->next = wb;
 	al->body = init;

@@ -17,9 +17,17 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Register tiles of 3 vectors or of 3, 6 or 12 rows keep 12 accumulators
+ * busy, what an FMA unit with 4-cycle latency and 2 pipes needs at 16
+ * vector registers (OpenBLAS's 4x24 and 6x16 on AVX2). */
+#define SP_TILE3_MAX 48
+
 /* Candidate factors of extent e: its divisors and the powers of two below
- * it, ascending and unique. Returns the count written to *out (arena). */
-static int factor_cands(sp_space *s, int64_t e, int64_t **outp)
+ * it, and for a spatial extent of at least 64 with no factor 3, 3 * 2^k up
+ * to SP_TILE3_MAX (lowering computes such tiles whole and guards their
+ * write-back); ascending and unique. Returns the count written to *out
+ * (arena). */
+static int factor_cands(sp_space *s, int64_t e, int spatial, int64_t **outp)
 {
 	int n = 0, cap = 64;
 	for (int64_t d = 1; d * d <= e; d++)
@@ -34,6 +42,9 @@ static int factor_cands(sp_space *s, int64_t e, int64_t **outp)
 		}
 	for (int64_t d = 1; d <= e; d *= 2)
 		out[n++] = d;
+	if (spatial && e >= 64 && e % 3)
+		for (int64_t d = 3; d <= SP_TILE3_MAX; d *= 2)
+			out[n++] = d;
 	qsort(out, (size_t)n, sizeof *out, cmp_i64);
 	int m = 0;
 	for (int i = 0; i < n; i++)
@@ -63,7 +74,7 @@ static int add_knob(sp_space *s, const char *name, int kind, int role)
 static void split_knob(sp_space *s, const char *name, int axis, int64_t e, int nlevel)
 {
 	int64_t *f;
-	int nf = factor_cands(s, e, &f);
+	int nf = factor_cands(s, e, nlevel == 3, &f);
 	int ki = add_knob(s, name, KNOB_SPLIT, KR_TILE);
 	if (ki < 0)
 		return;

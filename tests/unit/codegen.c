@@ -162,11 +162,11 @@ static int tightened(const char *task, const char *config, const char *var)
 	return found;
 }
 
-/* Lines of the C of task under config that contain needle, -1 if it cannot
- * be built. */
-static int count_lines(const char *task, const char *config, const char *needle)
+/* Lines of the IR (ir = 1) or C of task under config that contain needle,
+ * -1 if it cannot be built. */
+static int count_lines(const char *task, const char *config, int ir, const char *needle)
 {
-	char *src = kernel_text(task, config, 0), *save;
+	char *src = kernel_text(task, config, ir), *save;
 	int n = 0;
 	if (!src)
 		return -1;
@@ -224,9 +224,47 @@ TEST(test_tightened)
 	const char *dw = "depthwise_conv2d_nchwc:c=16,h=7,w=7,cb=16,pad=1";
 	const char *dwc = "tile_y=1x7x1;tile_x=1x1x7;tile_fi=1x1x16;tile_ry=3x1;tile_rx=1x3;order=0;"
 	                  "vec=fi;unroll=512;unroll_explicit=1;pack_I=0;pack_W=0";
-	CHECK_EQ_INT(count_lines(dw, dwc, "_16 += "), 19);
+	CHECK_EQ_INT(count_lines(dw, dwc, 0, "_16 += "), 19);
 	CHECK_EQ_INT(tightened(dw, dwc, "ry_0"), 0);
 	check_configs(dw, dwc, 0, "native");
+}
+
+/* A register tile that does not divide its axis (6 rows of 70) is computed
+ * whole, reading the zeros of a packed panel's padding, and only its
+ * write-back is guarded, so the accumulators stay registers. Checked with
+ * a partial sum reloaded from the output (order 1), with the padded axis
+ * vectorised (lane-by-lane guarded stores) and unpacked (guarded loads).
+ * A read packed along another layout keeps the shortened tail loop. */
+TEST(test_whole_tiles)
+{
+	const char *t = "dense_relu:m=70,n=44,k=9";
+	const char *rows = "tile_i=3x4x6;tile_j=1x11x4;tile_r=1x9;order=0;vec=j;unroll=512;"
+	                   "unroll_explicit=1;pack_A=1;pack_B=1";
+	const char *partial = "tile_i=3x4x6;tile_j=1x11x4;tile_r=3x3;order=1;vec=j;unroll=512;"
+	                      "unroll_explicit=1;pack_A=1;pack_B=1";
+	const char *lanes = "tile_i=3x4x6;tile_j=1x11x4;tile_r=1x9;order=0;vec=i;unroll=512;"
+	                    "unroll_explicit=1;pack_A=1;pack_B=0";
+	const char *cols = "tile_i=1x1x70;tile_j=2x2x16;tile_r=1x9;order=0;vec=i;unroll=0;"
+	                   "unroll_explicit=0;pack_A=0;pack_B=0";
+	CHECK_EQ_INT(count_lines(t, rows, 1, "for i_2 in 0..6 unroll"), 3);
+	CHECK_EQ_INT(count_lines(t, rows, 1, "if (0 <= "), 1);
+	CHECK_EQ_INT(count_lines(t, partial, 1, "? C["), 1);
+	char *src = kernel_text(t, rows, 0);
+	CHECK(src && !strstr(src, "C_acc"));
+	free(src);
+	for (const char *const *c = (const char *const[]){ rows, partial, lanes, cols, NULL }; *c; c++)
+		check_configs(t, *c, 0, "native");
+	/* the input's columns are packed as a window, not tiled by x: the
+	 * last tile is cut short instead */
+	const char *conv = "conv2d_nchwc:c=8,h=5,w=7,k=16,cb=4,kb=8,pad=1";
+	const char *xtile = "tile_fo=2x1x1;tile_y=5x1x1;tile_x=2x1x4;tile_fi=1x1x8;tile_rco=2x1;"
+	                    "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
+	                    "unroll_explicit=0;pack_I=1;pack_W=0";
+	CHECK_EQ_INT(count_lines(conv, xtile, 1, "for x_2 in 0..min("), 3);
+	check_configs(conv, xtile, 0, "native");
+	check_configs(conv, "tile_fo=2x1x1;tile_y=5x1x1;tile_x=2x1x4;tile_fi=1x1x8;tile_rco=2x1;"
+	                    "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
+	                    "unroll_explicit=0;pack_I=0;pack_W=0", 0, "native");
 }
 
 TEST(test_winograd)
@@ -255,4 +293,4 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_winograd, test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_winograd, test_other_targets, test_teardown)

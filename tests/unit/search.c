@@ -220,6 +220,44 @@ TEST(test_vector_axis_fixes_the_block)
 	CHECK(kv >= 0 && space->knob[kv].n == 3); /* conv2d: f, y, x (n = 1 is skipped) */
 }
 
+/* Whether knob k of the space of task has value text among its candidates. */
+static int has_cand(const char *task, const char *knob, const char *text)
+{
+	te_prog *p;
+	sp_space *s;
+	char buf[96];
+	sp_config c;
+	int found = 0;
+	if (te_task_parse(task, &p))
+		return -1;
+	if (sp_space_create(p, &s)) {
+		te_prog_free(p);
+		return -1;
+	}
+	int k = sp_knob_find(s, knob);
+	memset(&c, 0, sizeof c);
+	for (int64_t i = 0; k >= 0 && i < s->knob[k].n && !found; i++) {
+		c.v[k] = (int)i;
+		found = !strcmp(sp_value_text(s, k, &c, buf, sizeof buf), text);
+	}
+	sp_space_free(s);
+	te_prog_free(p);
+	return found;
+}
+
+/* Spatial extents of at least 64 without a factor 3 also offer tiles of
+ * 3 * 2^k (6 rows of 1024), which divisors and powers of two lack; small
+ * extents (a 56-wide image, whose 7 divides) and reductions do not. */
+TEST(test_tiles_of_three)
+{
+	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_i", "11x16x6"), 1);
+	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_j", "11x4x24"), 1);
+	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_j", "6x1x192"), 0);
+	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_r", "342x3"), 0);
+	CHECK_EQ_INT(has_cand("dense:m=56,n=1024,k=1024", "tile_i", "10x1x6"), 0);
+	CHECK_EQ_INT(has_cand("dense:m=768,n=1024,k=1024", "tile_i", "128x1x6"), 1);
+}
+
 /* The register tile: the vectorised axis's inner factor in whole vectors
  * times the others'. With a limit, sampling, neighbours and annealing draw
  * only tiles that fit (this space has plenty); an impossible limit still
@@ -298,4 +336,4 @@ TEST(test_regtile_limit)
 
 UNIT_MAIN(test_setup, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
           test_diverse, test_sa_small_space_is_exhausted_cleanly,
-          test_vector_axis_fixes_the_block, test_regtile_limit, test_teardown)
+          test_vector_axis_fixes_the_block, test_tiles_of_three, test_regtile_limit, test_teardown)
