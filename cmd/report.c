@@ -23,9 +23,10 @@ static const char *const usage[] = {
 	"   or: tunekit report [--format FMT] curve [--run ID]... [--task TASK | --network NAME]\n"
 	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
 	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]",
-	"best: the fastest valid configuration of every task on every hardware, with its\n"
-	"latency (median of its repeats), GFLOPS, and its speed-up over the naive loop nest\n"
-	"when that was measured on the same hardware.\n"
+	"best: the fastest valid configuration of every task on every hardware, ranked by\n"
+	"its median measurement (one lucky timing does not make it best), with that\n"
+	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
+	"naive loop nest when that was measured on the same hardware.\n"
 	"runs: every run with its method, duration (and for tune, where it went: search,\n"
 	"model fits, code generation and compilation, running; the build cache's hit rate),\n"
 	"trials, valid records and best latency.\n"

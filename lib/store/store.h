@@ -94,8 +94,11 @@ typedef struct store_rec {
  * by the query function as its result). */
 typedef int (*store_rec_cb)(void *ctx, const store_rec *r);
 
-/* The best valid measurement (lowest median) per (task, hardware), ordered
- * by task key then hardware key. hardware_id 0 means all hardware. */
+/* The best valid configuration per (task, hardware), ordered by task key
+ * then hardware key, as its median measurement: a configuration measured
+ * n times is ranked by its (n/2 + 1)-th fastest record (the median, the
+ * slower middle one of an even count), so one lucky timing does not make
+ * it best; that record is passed. hardware_id 0 means all hardware. */
 int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx);
 /* One measurement by id; TK_ENOTFOUND if absent. */
 int store_meas_get(tk_store *s, int64_t id, store_rec_cb cb, void *ctx);

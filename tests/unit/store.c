@@ -380,13 +380,14 @@ TEST(test_roundtrip)
 	CHECK_EQ_INT(store_run_records(s, 9999, recs_cb, &q), TK_ENOTFOUND);
 
 	/* store_best: per (task, hardware), ordered by task key then hardware
-	 * key: (conv2d, B) = m6, (dense, A) = m2, (dense, B) = m7. */
+	 * key: (conv2d, B) = m6, (dense, A) = m4 (c2's median record: of m2
+	 * and m4, equal in latency, the second by id), (dense, B) = m7. */
 	memset(&q, 0, sizeof q);
 	CHECK_EQ_INT(store_best(s, 0, recs_cb, &q), TK_OK);
 	CHECK_EQ_INT(q.n, 3);
 	if (q.n == 3) {
 		CHECK_EQ_INT(q.r[0].id, m6);
-		CHECK_EQ_INT(q.r[1].id, m2);
+		CHECK_EQ_INT(q.r[1].id, m4);
 		CHECK_EQ_INT(q.r[2].id, m7);
 		CHECK_EQ_STR(q.task[0], "conv2d:c=3,h=8");
 		CHECK_EQ_STR(q.hw[1], HW_A.key);
@@ -396,7 +397,7 @@ TEST(test_roundtrip)
 	memset(&q, 0, sizeof q);
 	CHECK_EQ_INT(store_best(s, hwA, recs_cb, &q), TK_OK);
 	CHECK_EQ_INT(q.n, 1);
-	CHECK_EQ_INT(q.r[0].id, m2);
+	CHECK_EQ_INT(q.r[0].id, m4);
 	memset(&q, 0, sizeof q);
 	CHECK_EQ_INT(store_best(s, hwB, recs_cb, &q), TK_OK);
 	CHECK_EQ_INT(q.n, 2);
@@ -461,6 +462,46 @@ TEST(test_roundtrip)
 }
 
 /* ---- 3. an empty file ----------------------------------------------- */
+
+/* store_best ranks a configuration by its median record, so that one
+ * lucky timing does not make it best: X at 1, 9 and 9 ms (median 9) loses
+ * to Y, measured once at 5; Z at 3 and 4.5 (the slower middle one of an
+ * even count) beats Y until three more records of 6, 7 and 8 move its
+ * median to 6. */
+TEST(test_best_is_median)
+{
+	tk_store *s = NULL;
+	int64_t hw, t, x, y, z, run;
+	recs q;
+	CHECK_EQ_INT(store_open(tpath("median.db"), 0, &s), TK_OK);
+	if (!s)
+		return;
+	store_run r = { "tunekit tune", "tune/xgb+sa", NULL, 1, 0 };
+	CHECK_EQ_INT(store_hardware_get(s, &HW_A, &hw), TK_OK);
+	r.hardware_id = hw;
+	CHECK_EQ_INT(store_run_begin(s, &r, &run), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=8,m=8,n=8", "dense", 1024, &t), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t, 0, "x", "x\n", &x), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t, 1, "y", "y\n", &y), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t, 2, "z", "z\n", &z), TK_OK);
+	add_meas(s, x, hw, run, 0, 1, 1e-3, NULL, 0);
+	add_meas(s, x, hw, run, 1, 1, 9e-3, NULL, 0);
+	add_meas(s, x, hw, run, 2, 1, 9e-3, NULL, 0);
+	int64_t my = add_meas(s, y, hw, run, 3, 1, 5e-3, NULL, 0);
+	add_meas(s, z, hw, run, 4, 1, 3e-3, NULL, 0);
+	int64_t mz = add_meas(s, z, hw, run, 5, 1, 4.5e-3, NULL, 0);
+	memset(&q, 0, sizeof q);
+	CHECK_EQ_INT(store_best(s, hw, recs_cb, &q), TK_OK);
+	CHECK_EQ_INT(q.n, 1);
+	CHECK_EQ_INT(q.r[0].id, mz);
+	for (int i = 0; i < 3; i++)
+		add_meas(s, z, hw, run, 6 + i, 1, (6 + i) * 1e-3, NULL, 0);
+	memset(&q, 0, sizeof q);
+	CHECK_EQ_INT(store_best(s, hw, recs_cb, &q), TK_OK);
+	CHECK_EQ_INT(q.n, 1);
+	CHECK_EQ_INT(q.r[0].id, my);
+	store_close(s);
+}
 
 TEST(test_empty_file)
 {
@@ -813,5 +854,5 @@ done:
 	store_close(writer);
 }
 
-UNIT_MAIN(test_create, test_roundtrip, test_empty_file, test_migrate_v1, test_corrupt, test_bad_times,
+UNIT_MAIN(test_create, test_roundtrip, test_best_is_median, test_empty_file, test_migrate_v1, test_corrupt, test_bad_times,
           test_killed_writer, test_reader_writer)
