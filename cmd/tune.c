@@ -29,7 +29,7 @@ static struct {
 	const char *network, *model, *search, *feature, *objective, *transfer, *replay,
 	           *replay_hw;
 	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
-	        run, regtile;
+	        run, regtile, confirm;
 	double epsilon, time_budget;
 	ms_cli ms;
 	int resume;
@@ -54,6 +54,7 @@ static const opt options[] = {
 	{ OPT_INT, "sa-iters", 0, &o.sa_iters, "N", "simulated annealing steps (default 500)" },
 	{ OPT_INT, "xgb-rounds", 0, &o.xgb_rounds, "N", "fixed boosting rounds (default: early stopping)" },
 	{ OPT_INT, "regtile", 0, &o.regtile, "N", "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)" },
+	{ OPT_INT, "confirm", 0, &o.confirm, "K", "then measure the K fastest configurations of each task twice more (default 8; 0: off)" },
 	{ OPT_STRING, "transfer-from", 0, &o.transfer, "DB", "history store for a transfer-learning base model" },
 	{ OPT_STRING, "replay", 0, &o.replay, "DB", "answer measurements from the records of this store" },
 	{ OPT_STRING, "replay-hardware", 0, &o.replay_hw, "HW", "hardware key or id in the replay store" },
@@ -129,6 +130,7 @@ static int apply(tk_ctx *ctx, tn_opts *t)
 	if (o.sa_iters) t->sa.iters = (int)o.sa_iters;
 	if (o.xgb_rounds) t->xgb_rounds = (int)o.xgb_rounds;
 	if (o.regtile >= 0) t->regtile = (int)o.regtile;
+	if (o.confirm >= 0) t->confirm = (int)o.confirm;
 	set_str(t->transfer_from, sizeof t->transfer_from, o.transfer);
 	set_str(t->replay, sizeof t->replay, o.replay);
 	set_str(t->replay_hw, sizeof t->replay_hw, o.replay_hw);
@@ -143,8 +145,11 @@ static void summary(tk_ctx *ctx, const tn_result *r)
 	char lat[32];
 	if (ctx->common.quiet)
 		return;
-	fprintf(stderr, "run %lld: %lld trials (%lld invalid) in %.1f s", (long long)r->run_id,
-	        (long long)r->trials, (long long)r->invalid, r->seconds);
+	fprintf(stderr, "run %lld: %lld trials (%lld invalid)", (long long)r->run_id,
+	        (long long)r->trials, (long long)r->invalid);
+	if (r->confirmed > 0)
+		fprintf(stderr, " and %lld to confirm the fastest", (long long)r->confirmed);
+	fprintf(stderr, " in %.1f s", r->seconds);
 	if (r->history > 0)
 		fprintf(stderr, ", base model from %lld history records", (long long)r->history);
 	if (r->net_latency > 0)
@@ -164,6 +169,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	int64_t resume = 0;
 	o.epsilon = -1;
 	o.regtile = -1;
+	o.confirm = -1;
 	ms_cli_init(&o.ms);
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
@@ -171,7 +177,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
 	if (o.trials < 0 || o.time_budget < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
 	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0 ||
-	    o.regtile < -1)
+	    o.regtile < -1 || o.confirm < -1)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;

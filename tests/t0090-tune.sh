@@ -8,7 +8,7 @@ TASK='dense:m=64,n=64,k=64'
 test_expect_success 'tune finds a config at least 5x faster than the median random one' '
 	tunekit measure -q --task $TASK --sample 16 --repeat 2 --seed 5 >random &&
 	tunekit tune -q --task $TASK --trials 48 --plan-size 16 --batch 16 --repeat 2 --feature knob >tuned &&
-	test $(tsv_count tuned) -eq 48 &&
+	test $(tsv_count tuned) -eq 64 &&
 	med=$(awk -F"\t" "NR > 1 && \$7 == 1 { print \$9 }" random | sort -g | awk "{ a[NR] = \$1 } END { print a[int((NR + 1) / 2)] }") &&
 	best=$(awk -F"\t" "NR > 1 && \$7 == 1 { print \$9 }" tuned | sort -g | head -1) &&
 	echo "median random $med, best tuned $best" &&
@@ -18,17 +18,34 @@ test_expect_success 'tune finds a config at least 5x faster than the median rand
 test_expect_success 'the run is recorded with its method and parameters' '
 	test "$(sql "SELECT method FROM run WHERE id = 2")" = "tune/xgb+sa" &&
 	sql "SELECT params FROM run WHERE id = 2" | grep -q "^trials=48$" &&
-	test "$(sql "SELECT COUNT(*) FROM measurement WHERE run_id = 2")" -eq 48 &&
+	sql "SELECT params FROM run WHERE id = 2" | grep -q "^confirm=8$" &&
+	test "$(sql "SELECT COUNT(*) FROM measurement WHERE run_id = 2")" -eq 64 &&
 	test "$(sql "SELECT COUNT(DISTINCT config_id) FROM measurement WHERE run_id = 2")" -eq 48 &&
 	test "$(sql "SELECT ended IS NOT NULL FROM run WHERE id = 2")" -eq 1
 '
 
+test_expect_success 'the 8 fastest are measured twice more after the budget, and best is by median' '
+	sql "SELECT config_id FROM measurement WHERE run_id = 2 AND trial < 48 AND valid
+		ORDER BY median, id LIMIT 8" | sort >fastest &&
+	sql "SELECT config_id FROM measurement WHERE run_id = 2 AND trial >= 48" | sort -u >again &&
+	test_cmp fastest again &&
+	test "$(sql "SELECT COUNT(*) FROM (SELECT config_id FROM measurement WHERE run_id = 2
+		GROUP BY config_id HAVING COUNT(*) = 3)")" -eq 8 &&
+	sql "SELECT c.text, m.median FROM measurement m JOIN config c ON c.id = m.config_id
+		WHERE m.valid ORDER BY c.text, m.median" |
+	awk -F"|" "\$1 != c { if (n) print c \"|\" v[int(n / 2) + 1]; c = \$1; n = 0 }
+		{ v[++n] = \$2 } END { print c \"|\" v[int(n / 2) + 1] }" |
+	sort -t"|" -k2,2g | head -1 | cut -d"|" -f1 >want &&
+	tunekit report best | awk -F"\t" "NR > 1 { print \$3 }" >got &&
+	test_cmp want got
+'
+
 test_expect_success 'random and grid search and model-free annealing run' '
-	tunekit tune -q --task $TASK --trials 8 --search random --repeat 1 >r &&
+	tunekit tune -q --task $TASK --trials 8 --search random --repeat 1 --confirm 0 >r &&
 	test $(tsv_count r) -eq 8 &&
-	tunekit tune -q --task $TASK --trials 8 --search grid --repeat 1 >g &&
+	tunekit tune -q --task $TASK --trials 8 --search grid --repeat 1 --confirm 0 >g &&
 	test "$(tsv_col g trial 2)" -eq 0 && test $(tsv_count g) -eq 8 &&
-	tunekit tune -q --task $TASK --trials 8 --model none --search sa --batch 4 --repeat 1 >a &&
+	tunekit tune -q --task $TASK --trials 8 --model none --search sa --batch 4 --repeat 1 --confirm 0 >a &&
 	test $(tsv_count a) -eq 8 &&
 	test "$(sql "SELECT group_concat(method) FROM (SELECT method FROM run ORDER BY id)")" = \
 		"measure,tune/xgb+sa,tune/random,tune/grid,tune/none+sa"
@@ -36,7 +53,7 @@ test_expect_success 'random and grid search and model-free annealing run' '
 
 test_expect_success 'transfer learning plans the first batch on a base model of the history' '
 	tunekit tune --db new.db --task dense:m=32,n=64,k=48 --trials 16 --plan-size 16 --repeat 1 \
-		--transfer-from "$TUNEKIT_DB" >out 2>err &&
+		--confirm 0 --transfer-from "$TUNEKIT_DB" >out 2>err &&
 	test $(tsv_count out) -eq 16 &&
 	grep -q "base model from [0-9][0-9]* history records" err &&
 	sqlite3 new.db "SELECT params FROM run" | grep -q "^transfer_from=$TUNEKIT_DB$" &&
@@ -53,7 +70,7 @@ test_expect_success 'transfer learning plans the first batch on a base model of 
 
 test_expect_success 'transfer learning from the store being tuned, its own records kept' '
 	n=$(sql "SELECT COUNT(*) FROM measurement") &&
-	tunekit tune --task dense:m=32,n=64,k=48 --trials 8 --plan-size 8 --repeat 1 \
+	tunekit tune --task dense:m=32,n=64,k=48 --trials 8 --plan-size 8 --repeat 1 --confirm 0 \
 		--transfer-from "$TUNEKIT_DB" >out 2>err &&
 	grep -q "base model from [0-9][0-9]* history records" err &&
 	test "$(sql "SELECT COUNT(*) FROM measurement")" -eq $((n + 8))
@@ -125,11 +142,11 @@ test_expect_success 'an interrupted run keeps its records and --resume finishes 
 	test $((k % 8)) -eq 0 && test $k -lt 64 &&
 	test "$(sqlite3 int.db "SELECT ended IS NULL FROM run")" -eq 1 &&
 	tunekit tune -q --db int.db --resume >rest &&
-	test $(tsv_count rest) -eq $((64 - k)) &&
-	test "$(sqlite3 int.db "SELECT COUNT(*) FROM measurement")" -eq 64 &&
+	test $(tsv_count rest) -eq $((64 - k + 16)) &&
+	test "$(sqlite3 int.db "SELECT COUNT(*) FROM measurement")" -eq 80 &&
 	test "$(sqlite3 int.db "SELECT COUNT(DISTINCT config_id) FROM measurement")" -eq 64 &&
 	test "$(sqlite3 int.db "SELECT ended IS NOT NULL FROM run")" -eq 1 &&
-	test "$(sqlite3 int.db "SELECT MAX(trial) FROM measurement")" -eq 63
+	test "$(sqlite3 int.db "SELECT MAX(trial) FROM measurement")" -eq 79
 '
 
 # The register tile of a dense config: inner factor of the vectorised axis
@@ -144,13 +161,13 @@ max_regtile() {
 
 test_expect_success 'draws keep the register tile within --regtile (the registers by default)' '
 	tunekit tune -q --db rt.db --task dense:m=64,n=96,k=32 --target cpu:isa=sse2 --trials 24 \
-		--search random --repeat 1 --number 1 --regtile 2 >rt2 &&
+		--search random --repeat 1 --number 1 --confirm 0 --regtile 2 >rt2 &&
 	test $(tsv_count rt2) -eq 24 && test "$(max_regtile rt2)" -le 2 &&
 	tunekit tune -q --db rt.db --task dense:m=64,n=96,k=32 --target cpu:isa=sse2 --trials 24 \
-		--search random --repeat 1 --number 1 --seed 2 >rtd &&
+		--search random --repeat 1 --number 1 --confirm 0 --seed 2 >rtd &&
 	test "$(max_regtile rtd)" -le 14 &&
 	tunekit tune -q --db rt.db --task dense:m=64,n=96,k=32 --target cpu:isa=sse2 --trials 24 \
-		--search random --repeat 1 --number 1 --seed 3 --regtile 0 >rt0 &&
+		--search random --repeat 1 --number 1 --confirm 0 --seed 3 --regtile 0 >rt0 &&
 	test "$(max_regtile rt0)" -gt 14 &&
 	sqlite3 rt.db "SELECT params FROM run" | grep -c "^regtile=" >n && test "$(cat n)" -eq 3
 '
@@ -161,7 +178,8 @@ test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --trials 4 2>err && grep -q "nothing to tune" err &&
 	test_expect_code 2 tunekit tune --db fresh.db --resume 2>err && grep -q "no unfinished" err &&
 	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err &&
-	test_expect_code 2 tunekit tune --task $TASK --trials 4 --regtile -2 2>err
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --regtile -2 2>err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --confirm -3 2>err
 '
 
 test_done

@@ -84,12 +84,13 @@ test_expect_success 'the adaptive evaluator keeps micro-batches and stops under 
 		WHERE valid AND number = 100 AND nrepeat = 5")" -eq 2
 '
 
+# 4 trials and the confirmation of the 4 (twice more each), all adaptive
 test_expect_success 'tune passes the evaluator on, names it in the method, and keeps it for --resume' '
 	tunekit tune -q --db ae.db --task dense:m=64,n=64,k=64 --model none --search random \
 		--trials 4 --number 100 --repeat 5 --evaluator adaptive --cv 0 >out &&
 	test "$(sqlite3 ae.db "SELECT method FROM run ORDER BY id DESC LIMIT 1")" = tune/random+adaptive &&
 	test "$(sqlite3 ae.db "SELECT COUNT(*) FROM measurement WHERE run_id =
-		(SELECT MAX(id) FROM run) AND number = 50 AND nrepeat = 10")" -eq 4 &&
+		(SELECT MAX(id) FROM run) AND number = 50 AND nrepeat = 10")" -eq 12 &&
 	sqlite3 ae.db "SELECT params FROM run ORDER BY id DESC LIMIT 1" >params &&
 	grep -qx adaptive=1 params && grep -qx cv=0 params && grep -qx microbatch=50 params
 '

@@ -50,6 +50,9 @@ typedef struct tn_opts {
 	uint64_t seed;
 	sr_sa_opts sa;
 	int xgb_rounds;           /* 0: xgb's default with early stopping */
+	int confirm;              /* after the budget, measure the fastest this
+	                             many configurations of each task twice more
+	                             (not in replays); 0: off */
 	int regtile;              /* samplers draw register tiles of at most this
 	                             many vectors (sp_limit_regtile); -1: the
 	                             target's registers minus 2; 0: no limit.
@@ -61,7 +64,8 @@ typedef struct tn_opts {
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
 
-/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1. */
+/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
+ * confirm 8. */
 void tn_opts_default(tn_opts *o);
 
 /* Options as "key=value" lines (stored in run.params) and back. The
@@ -93,6 +97,7 @@ typedef struct tn_hooks {
 /* Summary of a finished (or stopped) job. */
 typedef struct tn_result {
 	int64_t run_id, hw_id, trials, invalid;
+	int64_t confirmed;        /* measurements of the confirmation, not in trials */
 	double seconds;
 	double net_latency;       /* < 0 if some task never had a valid record */
 	int64_t history;          /* records the transfer base models learnt from */
