@@ -9,12 +9,14 @@
 # Prints one table, the geometric means per group and issue 4's targets.
 #
 # The store keeps everything across workloads and runs: a workload with at
-# least BENCH_TRIALS records for its target is not tuned again, one with
-# fewer gets the rest of the budget in a new run seeded with the number of
-# records plus one (seed 1 at first; a top-up explores afresh rather than
+# least BENCH_TRIALS configurations measured for its target is not tuned
+# again, one with fewer gets the rest of the budget in a new run seeded with
+# that number plus one (seed 1 at first; a top-up explores afresh rather than
 # repeating the first run's random plans). The trials and tuning seconds
-# shown are the records of the workload and the durations of the runs that
-# made them, from the store.
+# shown are the configurations of the workload measured and the durations
+# of the runs that measured them, from the store. The kernel timed is the one
+# `tunekit export` takes: the configuration with the fastest median record,
+# among those tune confirmed with two more measurements.
 #
 # usage: kernels.sh TUNEKIT WORKDIR
 # environment:
@@ -111,12 +113,14 @@ sq() {
 	fi
 }
 
-# Records of task $1 on hardware $2, and the seconds of the runs that made them.
+# Configurations of task $1 measured on hardware $2 (tune's confirmation
+# measures some again; those count once), and the seconds of the runs that
+# measured them.
 meas_of() {
 	echo "FROM measurement m JOIN config c ON c.id = m.config_id
 	      JOIN task t ON t.id = c.task_id WHERE t.key = '$1' AND m.hardware_id = $2"
 }
-records() { sq "SELECT count(*) $(meas_of "$1" "$2")"; }
+records() { sq "SELECT count(DISTINCT m.config_id) $(meas_of "$1" "$2")"; }
 tune_seconds() {
 	sq "SELECT printf('%.0f', coalesce(sum(ended - started), 0)) FROM run WHERE id IN
 	    (SELECT DISTINCT m.run_id $(meas_of "$1" "$2"))"
@@ -160,7 +164,7 @@ for T in $THREADS; do
 			rm -rf "$tmp"
 			best=$(export_best "$W" "$target" "$tmp")
 		else
-			say "$W, $T thread(s): $n records in the store, not tuned again"
+			say "$W, $T thread(s): $n configurations in the store, not tuned again"
 		fi
 		if [ -z "$best" ]; then
 			fail_row "$W" "$T" "no kernel" - "$n"
@@ -245,7 +249,7 @@ END {
 		                                                   f[1] > 1 ? "s" : "", f[2])
 	}
 	printf "Kernels against the libraries: tunekit (xgb+sa, at least %d trials per workload and\n", trials
-	printf "thread count: the records in the store, column trials)\n"
+	printf "thread count: the configurations measured, column trials)\n"
 	printf "vs OpenBLAS cblas_sgemm (dense; batch_matmul as a loop of sgemm) and oneDNN (convolutions,\n"
 	printf "formats chosen by oneDNN, reorders outside the timed region; lib+ro: src/dst reorders timed\n"
 	printf "too; tk+ro: the same for the _nchwc kernels, src blocked and dst unblocked in the\n"
