@@ -334,6 +334,18 @@ static int out_of_time(const job *J)
 	return J->C.o->time_budget > 0 && job_clock(J) - J->clock0 >= J->C.o->time_budget;
 }
 
+/* Store n results of task t (their ids into ids) and pass them to the
+ * record stream. */
+static int keep_results(job *J, tn_task *t, const tn_hooks *h, const ms_result *r, int n,
+                        int64_t *ids)
+{
+	int trial0 = J->s.trial;
+	int rc = rec_batch(&J->s, t->task_id, r, n, ids);
+	if (!rc && h && h->records)
+		rc = h->records(h->ctx, t->key, t->flops, J->s.hw_id, J->s.run_id, trial0, r, ids, n);
+	return rc;
+}
+
 static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 {
 	tn_ctx *C = &J->C;
@@ -359,11 +371,7 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 		for (int i = 0; i < n; i++)
 			r[i].at = J->sim_clock + cost * (i + 1) / n;
 	J->sim_clock += cost;
-	int trial0 = J->s.trial;
-	if ((rc = rec_batch(&J->s, t->task_id, r, n, ids)))
-		goto free_results;
-	if (h && h->records &&
-	    (rc = h->records(h->ctx, t->key, t->flops, J->s.hw_id, J->s.run_id, trial0, r, ids, n)))
+	if ((rc = keep_results(J, t, h, r, n, ids)))
 		goto free_results;
 	for (int i = 0; i < n; i++)
 		J->invalid += r[i].error != MEAS_OK;
@@ -435,10 +443,7 @@ static int confirm_task(job *J, tn_task *t, const tn_hooks *h)
 		cfg[i] = t->xc[top[i % n]];
 	if (m == 0 || (rc = measurer_run(C, t, cfg, m, r, &cost)))
 		goto done;
-	int trial0 = J->s.trial;
-	rc = rec_batch(&J->s, t->task_id, r, m, ids);
-	if (!rc && h && h->records)
-		rc = h->records(h->ctx, t->key, t->flops, J->s.hw_id, J->s.run_id, trial0, r, ids, m);
+	rc = keep_results(J, t, h, r, m, ids);
 	J->confirmed += m;
 	ms_results_free(r, m);
 done:
