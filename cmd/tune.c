@@ -26,8 +26,8 @@ static const char *const usage[] = {
 
 static struct {
 	opt_list task;
-	const char *network, *model, *search, *feature, *objective, *transfer, *replay,
-	           *replay_hw;
+	const char *network, *model, *search, *feature, *objective, *transfer, *transfer_hw,
+	           *replay, *replay_hw;
 	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
 	        run, regtile, confirm;
 	double epsilon, time_budget;
@@ -56,6 +56,7 @@ static const opt options[] = {
 	{ OPT_INT, "regtile", 0, &o.regtile, "N", "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)" },
 	{ OPT_INT, "confirm", 0, &o.confirm, "K", "then measure the K fastest configurations of each task twice more (default 8; 0: off)" },
 	{ OPT_STRING, "transfer-from", 0, &o.transfer, "DB", "history store for a transfer-learning base model" },
+	{ OPT_STRING, "transfer-hardware", 0, &o.transfer_hw, "HW", "its hardware (key or id) to learn from (default: the target's)" },
 	{ OPT_STRING, "replay", 0, &o.replay, "DB", "answer measurements from the records of this store" },
 	{ OPT_STRING, "replay-hardware", 0, &o.replay_hw, "HW", "hardware key or id in the replay store" },
 	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
@@ -132,6 +133,7 @@ static int apply(tk_ctx *ctx, tn_opts *t)
 	if (o.regtile >= 0) t->regtile = (int)o.regtile;
 	if (o.confirm >= 0) t->confirm = (int)o.confirm;
 	set_str(t->transfer_from, sizeof t->transfer_from, o.transfer);
+	set_str(t->transfer_hw, sizeof t->transfer_hw, o.transfer_hw);
 	set_str(t->replay, sizeof t->replay, o.replay);
 	set_str(t->replay_hw, sizeof t->replay_hw, o.replay_hw);
 	set_str(t->network, sizeof t->network, o.network);
@@ -203,7 +205,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 			return tk_fail(ctx, rc, NULL);
 		/* the run's own search options stay; measurement options may change */
 		o.model = o.search = o.feature = o.objective = o.replay = o.replay_hw = NULL;
-		o.transfer = o.network = NULL;
+		o.transfer = o.transfer_hw = o.network = NULL;
 		ctx->common.seed = (int64_t)t.seed;
 	} else {
 		tk_network *net = NULL;

@@ -68,6 +68,26 @@ test_expect_success 'transfer learning plans the first batch on a base model of 
 		--transfer-from nosuch.db 2>err
 '
 
+test_expect_success 'transfer learning from another hardware of the history (another thread count)' '
+	test_expect_code 2 tunekit tune --db thr.db --target cpu:threads=2 --task dense:m=32,n=64,k=48 \
+		--trials 16 --plan-size 16 --repeat 1 --confirm 0 --transfer-from "$TUNEKIT_DB" 2>err &&
+	grep -q "too little history" err &&
+	hw=$(sql "SELECT hardware_id FROM run WHERE id = 2") &&
+	tunekit tune --db thr.db --target cpu:threads=2 --task dense:m=32,n=64,k=48 --trials 16 \
+		--plan-size 16 --repeat 1 --confirm 0 --transfer-from "$TUNEKIT_DB" \
+		--transfer-hardware "$hw" >out 2>err &&
+	grep -q "base model from [0-9][0-9]* history records" err &&
+	sqlite3 thr.db "SELECT params FROM run" | grep -qx "transfer_hw=$hw" &&
+	key=$(sql "SELECT key FROM hardware WHERE id = $hw") &&
+	tunekit tune --db thr.db --target cpu:threads=2 --task dense:m=32,n=64,k=48 --trials 16 \
+		--plan-size 16 --repeat 1 --confirm 0 --transfer-from "$TUNEKIT_DB" \
+		--transfer-hardware "$key" >out 2>err &&
+	grep -q "base model from [0-9][0-9]* history records" err &&
+	test_expect_code 2 tunekit tune --db thr.db --task dense:m=8,n=8,k=8 --trials 4 \
+		--transfer-hardware "$hw" 2>err &&
+	grep -q "needs a history store" err
+'
+
 test_expect_success 'transfer learning from the store being tuned, its own records kept' '
 	n=$(sql "SELECT COUNT(*) FROM measurement") &&
 	tunekit tune --task dense:m=32,n=64,k=48 --trials 8 --plan-size 8 --repeat 1 --confirm 0 \

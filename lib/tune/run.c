@@ -46,6 +46,7 @@ char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const doubl
 	             o->batch, o->round, (unsigned long long)o->seed, o->xgb_rounds, o->time_budget);
 	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\nregtile=%d\nconfirm=%d\n",
 	             o->sa.chains, o->sa.iters, o->sa.early_stop, o->regtile, o->confirm);
+	tk_sb_printf(&sb, "transfer_hw=%s\n", o->transfer_hw);
 	tk_sb_printf(&sb, "transfer_from=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n", o->transfer_from,
 	             o->replay, o->replay_hw, o->network);
 	tk_sb_printf(&sb, "jobs=%d\nbuild_timeout=%.17g\nnumber=%d\nrepeat=%d\nmin_repeat_ms=%.17g\n"
@@ -115,7 +116,7 @@ int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double
 		INT("xgb_rounds", o->xgb_rounds) DBL("time_budget", o->time_budget) INT("sa_chains", o->sa.chains) INT("sa_iters", o->sa.iters)
 		INT("sa_early_stop", o->sa.early_stop) INT("regtile", o->regtile)
 		INT("confirm", o->confirm)
-		STR("transfer_from", o->transfer_from)
+		STR("transfer_from", o->transfer_from) STR("transfer_hw", o->transfer_hw)
 		STR("replay", o->replay) STR("replay_hw", o->replay_hw) STR("network", o->network)
 		INT("jobs", o->ms.jobs) DBL("build_timeout", o->ms.build_timeout)
 		INT("number", o->ms.run.number) INT("repeat", o->ms.run.repeat)
@@ -514,6 +515,8 @@ static int check_opts(const tn_opts *o, int *feat)
 		return tk_seterr(TK_EINVAL, "csa needs a model with uncertainty: --model rfei");
 	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
 		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
+	if (o->transfer_hw[0] && !o->transfer_from[0])
+		return tk_seterr(TK_EINVAL, "a transfer hardware needs a history store (--transfer-from)");
 	if (o->transfer_from[0] && (strcmp(o->model, "xgb") || strcmp(o->search, "sa")))
 		return tk_seterr(TK_EINVAL, "transfer learning needs the xgb model and sa search");
 	if (!(o->time_budget >= 0) || o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
@@ -578,7 +581,8 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 	}
 	/* before the run begins: too little history leaves no empty run behind */
 	if (o->transfer_from[0] &&
-	    (rc = model_load_history(&J.C, J.tk, ntask, o->transfer_from, hw.key, &res->history)))
+	    (rc = model_load_history(&J.C, J.tk, ntask, o->transfer_from,
+	                             o->transfer_hw[0] ? o->transfer_hw : hw.key, &res->history)))
 		goto done;
 	if (resume_run > 0) {
 		if ((rc = store_run_reopen(st, resume_run)) || (rc = rec_resume(&J.s, st, resume_run)))

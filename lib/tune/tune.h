@@ -58,6 +58,9 @@ typedef struct tn_opts {
 	                             target's registers minus 2; 0: no limit.
 	                             Not applied to replayed tasks */
 	char transfer_from[512];  /* history store, "" for none */
+	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
+	                             for the target's own (the same CPU at another
+	                             thread count has another key) */
 	char replay[512];         /* dataset store, "" for real measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
 	char network[256];        /* network name or file, "" if tasks given */
