@@ -28,11 +28,15 @@ test_expect_success 'canonical task keys: order of keys and defaults do not matt
 	test "$(tsv_col out2 task)" = "conv2d:c=4,h=10,k=8,n=1,pad=1,r=3,s=3,stride=1,w=10"
 '
 
-test_expect_success 'report best picks the fastest valid record per task' '
+# The naive configurations are measured more than once above: a
+# configuration counts with its median record (the (n/2+1)-th fastest).
+test_expect_success 'report best picks the configuration with the fastest median record per task' '
 	tunekit report best >best &&
 	test $(tsv_count best) -eq 2 &&
 	for t in $(awk -F"\t" "NR > 1 { print \$2 }" best); do
-		min=$(sql "SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id WHERE m.valid AND t.key = '\''$t'\''") &&
+		min=$(sql "SELECT c.id, m.median FROM measurement m JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id WHERE m.valid AND t.key = '\''$t'\'' ORDER BY c.id, m.median" |
+			awk -F"|" "\$1 != c { if (n) print v[int(n / 2) + 1]; c = \$1; n = 0 } { v[++n] = \$2 }
+				END { print v[int(n / 2) + 1] }" | sort -g | head -1) &&
 		got=$(awk -F"\t" -v t="$t" "\$2 == t { print \$5 }" best) &&
 		awk -v a="$min" -v b="$got" "BEGIN { d = (a - b) / a; exit !(d * d < 1e-14) }" || exit 1
 	done &&
