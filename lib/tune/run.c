@@ -46,9 +46,8 @@ char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const doubl
 	             o->batch, o->round, (unsigned long long)o->seed, o->xgb_rounds, o->time_budget);
 	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\nregtile=%d\nconfirm=%d\n",
 	             o->sa.chains, o->sa.iters, o->sa.early_stop, o->regtile, o->confirm);
-	tk_sb_printf(&sb, "transfer_hw=%s\n", o->transfer_hw);
-	tk_sb_printf(&sb, "transfer_from=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n", o->transfer_from,
-	             o->replay, o->replay_hw, o->network);
+	tk_sb_printf(&sb, "transfer_from=%s\ntransfer_hw=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n",
+	             o->transfer_from, o->transfer_hw, o->replay, o->replay_hw, o->network);
 	tk_sb_printf(&sb, "jobs=%d\nbuild_timeout=%.17g\nnumber=%d\nrepeat=%d\nmin_repeat_ms=%.17g\n"
 	             "warmup=%d\nflush_cache=%d\ntimeout=%.17g\n", o->ms.jobs, o->ms.build_timeout,
 	             o->ms.run.number, o->ms.run.repeat, o->ms.run.min_repeat_ms, o->ms.run.warmup,
