@@ -23,14 +23,14 @@ test_expect_success 'itervar, knob and curve vectors have the documented lengths
 	grep -q "^itervar: 8 configurations, 8 new, 0 invalid, [0-9]* per second$" err &&
 	tunekit extract-features -q --kind knob 2>err && test ! -s err &&
 	tunekit extract-features --kind curve 2>/dev/null &&
-	test "$(sql "SELECT COUNT(*) FROM feature WHERE version = 1")" -eq 24 &&
+	test "$(sql "SELECT COUNT(*) FROM feature WHERE version = 2 AND kind != '\''curve'\''")" -eq 16 &&
 	test "$(sql "SELECT COUNT(DISTINCT kind) FROM feature")" -eq 3 &&
-	test "$(feat_n itervar dense)" = 133 &&
-	test "$(feat_n itervar conv2d)" = 247 &&
+	test "$(feat_n itervar dense)" = 152 &&
+	test "$(feat_n itervar conv2d)" = 304 &&
 	test "$(feat_n curve dense)" = 120 &&
 	test "$(feat_n curve conv2d)" = 120 &&
-	test "$(feat_n knob dense)" = 16 &&
-	test "$(feat_n knob conv2d)" = 24 &&
+	test "$(feat_n knob dense)" = 17 &&
+	test "$(feat_n knob conv2d)" = 25 &&
 	test "$(sql "SELECT COUNT(*) FROM feature WHERE length(data) < 8")" -eq 0
 '
 
@@ -65,7 +65,7 @@ test_expect_success 'a measure stream passes through unchanged; only its configu
 	ids=$(awk -F"\t" "NR > 1 { printf \"%s%s\", s, \$1; s = \",\" }" passed) &&
 	test "$(sqlite3 s.db "SELECT COUNT(*) FROM feature f JOIN measurement m
 		ON m.config_id = f.config_id WHERE m.id IN ($ids) AND f.kind = '\''itervar'\''
-		AND f.n = 247")" -eq 2 &&
+		AND f.n = 304")" -eq 2 &&
 	tunekit extract-features -q --db s.db --kind itervar - <direct >again &&
 	test_cmp direct again &&
 	test "$(sqlite3 s.db "SELECT COUNT(*) FROM feature")" -eq 5

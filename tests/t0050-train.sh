@@ -38,7 +38,7 @@ test_expect_success 'the model file has the magic line and the meta keys' '
 		grep -a -q "^$k " m.model || { echo "no $k"; exit 1; }
 	done &&
 	grep -a -q "^kind xgb$" m.model && grep -a -q "^objective rank:pairwise$" m.model &&
-	grep -a -q "^feature knob$" m.model && grep -a -q "^feature_length 16$" m.model &&
+	grep -a -q "^feature knob$" m.model && grep -a -q "^feature_length 17$" m.model &&
 	grep -a -q "^n_train 24$" m.model && grep -a -q "^n_holdout 12$" m.model &&
 	grep -a -q "^end$" m.model &&
 	hw=$(tsv_col m.tsv hw) && grep -a -q "^hardware_id $hw$" m.model &&

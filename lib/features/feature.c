@@ -3,7 +3,7 @@
  * lengths, dispatch) and the knob kind. The loop-nest kinds (itervar,
  * curve) live in itervar.c, whose top comment gives their exact layout.
  *
- * knob (version 1): one group of values per knob of the space, in knob
+ * knob (version 2): one group of values per knob of the space, in knob
  * order:
  *   KNOB_SPLIT            nlevel values: log2(factor) of each level,
  *                         outermost first (tile_i=4x8x16 -> 2, 3, 4);
@@ -27,7 +27,8 @@
 #include <string.h>
 
 static const char *const kind_names[FEAT_NKIND] = { "knob", "itervar", "curve" };
-static const int kind_versions[FEAT_NKIND] = { 1, 1, 1 };
+/* knob and itervar 2: the order knob's third value and its longer nest */
+static const int kind_versions[FEAT_NKIND] = { 2, 2, 1 };
 
 const char *feat_kind_name(int kind)
 {

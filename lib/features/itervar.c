@@ -27,7 +27,7 @@
  * on loop l when l's variable occurs in any of its (per-dimension) indices.
  * Every value below is lg(x) = log2(1 + x) unless said otherwise.
  *
- * itervar (version 1), length L * P; loop l occupies out[l*P .. l*P+P):
+ * itervar (version 2), length L * P; loop l occupies out[l*P .. l*P+P):
  *   +0   lg(e_l)
  *   +1   nest level l + 1 (outermost 1), not logged
  *   +2   lg(top-down product e_0 * ... * e_l)
@@ -45,9 +45,10 @@
  *           depends on
  *   +12+3s  lg(reuse): product of e_m over inner loops m > l the index does
  *           not depend on
- * If a nest ever has a number of loops other than the expected L (it should
- * not happen for the template), the features are aligned at the innermost
- * loop: extra outer loops are dropped, missing outer loops are zeros.
+ * L is the longest nest the template makes for the space (order 2 leaves
+ * some outer loops unfused); the features are aligned at the innermost
+ * loop: a shorter nest has zeros for its missing outer loops (and a longer
+ * one, which the template never makes, would lose its extra outer loops).
  *
  * curve (version 1), length K * 2 * S; slot s occupies out[s*2S .. s*2S+2S):
  * the count and reuse of slot s over the j innermost loops (j = 1..L, the
@@ -104,8 +105,21 @@ void feat_nest_shape(const sp_space *sp, int *nloop, int *nslot)
 				lv = sp->knob[k].nlevel;
 		n += lv;
 	}
-	if (st->nspatial > 1)
-		n -= st->nspatial - 1;
+	/* the outer parts of the spatial axes are fused into one loop; order 2
+	 * fuses only those of the axes the panel read depends on (template.c),
+	 * the longest nest */
+	int fused = st->nspatial;
+	if (sp->panel_read >= 0) {
+		const te_read *rd = &st->read[sp->panel_read];
+		int dep[TE_MAXAXIS] = { 0 };
+		fused = 0;
+		for (int d = 0; d < sp->prog->tensor[rd->tensor].ndim; d++)
+			if (rd->idx[d]->kind == TE_AXIS && rd->idx[d]->val < st->nspatial &&
+			    !dep[rd->idx[d]->val]++)
+				fused++;
+	}
+	if (fused > 1)
+		n -= fused - 1;
 	*nloop = n;
 	*nslot = 1 + st->nread;
 }

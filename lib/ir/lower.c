@@ -60,6 +60,7 @@ typedef struct stage_state {
 	int order[SC_MAXLOOP];
 	int cache_at;
 	int pack[TE_MAXREAD];
+	int pack_at[TE_MAXREAD]; /* leaf the copy is made in, -1: before the nest */
 	int64_t unroll_max;
 	int explicit;
 } stage_state;
@@ -216,7 +217,10 @@ static void apply(lw *L, const te_stage *st, stage_state *ss, const sc_prim *pr)
 	case SC_PACK:
 		if (pr->a < 0 || pr->a >= st->nread)
 			fail(L, "pack of an unknown read");
+		if (pr->n && !is_leaf(ss, pr->b))
+			fail(L, "pack at a loop that is not a leaf");
 		ss->pack[pr->a] = 1;
+		ss->pack_at[pr->a] = pr->n ? pr->b : -1;
 		return;
 	case SC_PRAGMA:
 		ss->unroll_max = pr->f[0];
@@ -339,23 +343,88 @@ typedef struct pdim {
 	int64_t lo, ext;     /* PD_CORE: range of the core expression */
 	int64_t div;         /* PD_CORE: ediv divisor, 1 if none */
 	const te_expr *core; /* PD_CORE */
+	int outside;         /* PD_SPLIT, PD_PLAIN: the axis has parts outside the
+	                        loop the panel is made in; they index the source */
 } pdim;
 
 typedef struct packinfo {
 	ir_buf *buf;
+	int at;                   /* order position of the loop it is made in, -1: before */
 	int ndim;                 /* source dims */
 	pdim dim[TE_MAXDIM];
 	int outer_of[TE_MAXDIM];  /* packed dim holding the outer part of source dim d */
 	int inner_of[TE_MAXDIM];  /* packed dim of the inner part (PD_SPLIT), else -1 */
 } packinfo;
 
+/* A panel packed inside a loop lives on the stack of the thread that runs
+ * the iteration, at most the size of a core's L2 cache; a larger one is
+ * copied whole before the nest instead. */
+#define PACK_LOCAL_MAX_FLOATS (128 << 10)
+
+/* Is split part l of a packed dimension outside the loop at order position
+ * at (the panel is made inside it)? The innermost part never is: it is the
+ * panel's last dimension. */
+static int part_outside(const stage_state *ss, int l, int at)
+{
+	const iv *v = &ss->ivs[l];
+	return at >= 0 && v->part < ss->ivs[v->first].nparts - 1 && leaf_pos(ss, l) <= at;
+}
+
+/* Parts of axis a the panel index of dimension pd runs over: all but the
+ * outside ones, and for a tiled dimension all but the innermost. */
+static int part_in_panel(const stage_state *ss, const pdim *pd, int l, int at)
+{
+	int n = ss->ivs[ss->ivs[pd->axis].split].nparts;
+	if (pd->kind == PD_SPLIT && ss->ivs[l].part == n - 1)
+		return 0;
+	return !(pd->outside && part_outside(ss, l, at));
+}
+
+/* The panel index of dimension pd (in units of its tile for PD_SPLIT) from
+ * the current loops (L == NULL: none), and in *top the largest one. */
+static ir_expr *panel_index(lw *L, const stage_state *ss, const pdim *pd, int at, int64_t *top)
+{
+	const iv *v = &ss->ivs[pd->axis];
+	int64_t unit = pd->kind == PD_SPLIT ? pd->f : 1;
+	ir_expr *e = L ? ir_int(L->f, 0) : NULL;
+	*top = 0;
+	for (int l = v->split; l < v->split + ss->ivs[v->split].nparts; l++)
+		if (part_in_panel(ss, pd, l, at)) {
+			*top += (ss->ivs[l].extent - 1) * (ss->ivs[l].stride / unit);
+			if (L)
+				e = ir_bin(L->f, IR_ADD, e, ir_bin(L->f, IR_MUL, loop_value(L, ss, l),
+				                                   ir_int(L->f, ss->ivs[l].stride / unit)));
+		}
+	return e;
+}
+
+/* The source index the parts outside the panel's loop add to dimension pd. */
+static ir_expr *panel_base(lw *L, const stage_state *ss, const pdim *pd, int at)
+{
+	const iv *v = &ss->ivs[pd->axis];
+	ir_expr *e = ir_int(L->f, 0);
+	for (int l = v->split; l < v->split + ss->ivs[v->split].nparts; l++)
+		if (part_outside(ss, l, at))
+			e = ir_bin(L->f, IR_ADD, e, ir_bin(L->f, IR_MUL, loop_value(L, ss, l),
+			                                   ir_int(L->f, ss->ivs[l].stride)));
+	return e;
+}
+
+/* The layout of packed read rd: before the nest, the whole tensor, a split
+ * spatial dimension tiled by its innermost part (padded to whole tiles);
+ * made at the loop ss->pack_at[r], only the panel of one of its iterations:
+ * a dimension whose axis has parts outside that loop spans the parts inside
+ * (padded by the tails of non-dividing splits). A panel that restricts no
+ * dimension, or is larger than PACK_LOCAL_MAX_FLOATS, is made before the
+ * nest. */
 static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const te_read *rd,
                         packinfo *pk, int si, int r)
 {
 	const te_tensor *t = &L->p->tensor[rd->tensor];
 	int64_t ext[TE_MAXAXIS];
-	int64_t shape[IR_MAXDIM];
-	int nd = 0;
+	int64_t shape[IR_MAXDIM], top;
+	int nd = 0, restricted = 0;
+	pk->at = ss->pack_at[r] >= 0 ? leaf_pos(ss, ss->pack_at[r]) : -1;
 	for (int a = 0; a < st->naxis; a++)
 		ext[a] = st->axis[a].extent;
 	pk->ndim = t->ndim;
@@ -369,13 +438,17 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 			const iv *v = &ss->ivs[a];
 			pd->axis = a;
 			pd->kind = PD_PLAIN;
-			if (v->split >= 0 && !st->axis[a].reduce && st->axis[a].extent == t->shape[d]) {
-				const iv *last = &ss->ivs[v->split + ss->ivs[v->split].nparts - 1];
-				if (last->extent > 1) {
-					pd->kind = PD_SPLIT;
-					pd->f = last->extent;
-				}
+			if (v->split < 0)
+				continue;
+			const iv *last = &ss->ivs[v->split + ss->ivs[v->split].nparts - 1];
+			if (!st->axis[a].reduce && st->axis[a].extent == t->shape[d] && last->extent > 1) {
+				pd->kind = PD_SPLIT;
+				pd->f = last->extent;
 			}
+			for (int l = v->split; l < v->split + ss->ivs[v->split].nparts; l++)
+				if (part_outside(ss, l, pk->at) && ss->ivs[l].extent > 1)
+					pd->outside = 1;
+			restricted |= pd->outside;
 		} else if (e->kind == TE_CONST) {
 			pd->kind = PD_CONST;
 		} else {
@@ -393,9 +466,15 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 	/* layout: outer parts of tiled dims, the other dims, inner parts */
 	for (int d = 0; d < t->ndim; d++) {
 		pk->inner_of[d] = -1;
-		if (pk->dim[d].kind == PD_SPLIT) {
-			pk->outer_of[d] = nd;
-			shape[nd++] = (t->shape[d] + pk->dim[d].f - 1) / pk->dim[d].f;
+		pdim *pd = &pk->dim[d];
+		if (pd->kind != PD_SPLIT)
+			continue;
+		pk->outer_of[d] = nd;
+		if (pd->outside) {
+			panel_index(NULL, ss, pd, pk->at, &top);
+			shape[nd++] = top + 1;
+		} else {
+			shape[nd++] = (t->shape[d] + pd->f - 1) / pd->f;
 		}
 	}
 	for (int d = 0; d < t->ndim; d++) {
@@ -403,16 +482,31 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 		if (pd->kind == PD_SPLIT)
 			continue;
 		pk->outer_of[d] = nd;
-		shape[nd++] = pd->kind == PD_PLAIN ? t->shape[d] : pd->kind == PD_CONST ? 1 : pd->ext;
+		if (pd->outside) {
+			panel_index(NULL, ss, pd, pk->at, &top);
+			shape[nd++] = top + 1;
+		} else {
+			shape[nd++] = pd->kind == PD_PLAIN ? t->shape[d]
+			              : pd->kind == PD_CONST ? 1 : pd->ext;
+		}
 	}
 	for (int d = 0; d < t->ndim; d++)
 		if (pk->dim[d].kind == PD_SPLIT) {
 			pk->inner_of[d] = nd;
 			shape[nd++] = pk->dim[d].f;
 		}
+	int64_t size = 1;
+	for (int d = 0; d < nd; d++)
+		size *= shape[d];
+	if (pk->at >= 0 && (!restricted || size > PACK_LOCAL_MAX_FLOATS)) {
+		stage_state whole = *ss;
+		whole.pack_at[r] = -1;
+		pack_layout(L, st, &whole, rd, pk, si, r);
+		return;
+	}
 	char name[64];
 	snprintf(name, sizeof name, "%s_p%d_%d", t->name, si, r);
-	pk->buf = new_buf(L, name, IRB_WORK, nd, shape);
+	pk->buf = new_buf(L, name, pk->at >= 0 ? IRB_LOCAL : IRB_WORK, nd, shape);
 }
 
 /* The packed-buffer index of read rd at the current loops. */
@@ -421,24 +515,21 @@ static ir_expr *packed_load(lw *L, const stage_state *ss, const te_read *rd, con
 	ir_func *f = L->f;
 	ir_expr *idx[IR_MAXDIM];
 	ir_expr *guard = NULL;
+	int64_t top;
 	for (int d = 0; d < pk->ndim; d++) {
 		const pdim *pd = &pk->dim[d];
 		switch (pd->kind) {
 		case PD_SPLIT: {
 			const iv *v = &ss->ivs[pd->axis];
 			int n = ss->ivs[v->split].nparts;
-			ir_expr *outer = ir_int(f, 0);
-			for (int i = 0; i < n - 1; i++) {
-				int l = v->split + i;
-				outer = ir_bin(f, IR_ADD, outer,
-				               ir_bin(f, IR_MUL, loop_value(L, ss, l),
-				                      ir_int(f, ss->ivs[l].stride / pd->f)));
-			}
-			idx[pk->outer_of[d]] = outer;
+			idx[pk->outer_of[d]] = panel_index(L, ss, pd, pk->at, &top);
 			idx[pk->inner_of[d]] = loop_value(L, ss, v->split + n - 1);
 			break;
 		}
-		case PD_PLAIN: idx[pk->outer_of[d]] = axis_value(L, ss, pd->axis); break;
+		case PD_PLAIN:
+			idx[pk->outer_of[d]] = pd->outside ? panel_index(L, ss, pd, pk->at, &top)
+			                                   : axis_value(L, ss, pd->axis);
+			break;
 		case PD_CONST: idx[pk->outer_of[d]] = ir_int(f, 0); break;
 		case PD_CORE:
 			idx[pk->outer_of[d]] = ir_bin(f, IR_SUB, conv_index(L, ss, pd->core, &guard),
@@ -449,8 +540,8 @@ static ir_expr *packed_load(lw *L, const stage_state *ss, const te_read *rd, con
 	return ir_load(f, pk->buf, idx);
 }
 
-/* The fill nest of a packed buffer. */
-static ir_stmt *pack_nest(lw *L, const te_read *rd, const packinfo *pk)
+/* The fill nest of a packed buffer (a panel: at the current loops). */
+static ir_stmt *pack_nest(lw *L, const stage_state *ss, const te_read *rd, const packinfo *pk)
 {
 	ir_func *f = L->f;
 	const te_tensor *t = &L->p->tensor[rd->tensor];
@@ -462,8 +553,10 @@ static ir_stmt *pack_nest(lw *L, const te_read *rd, const packinfo *pk)
 		s->var = tk_arena_printf(&f->arena, "%s_%d", pb->name, d);
 		s->extent = ir_int(f, pb->shape[d]);
 		s->max_extent = pb->shape[d];
-		if (d == 0)
+		if (d == 0 && pk->at < 0)
 			s->ann = ANN_PARALLEL;
+		if (d == pb->ndim - 1 && pk->at >= 0)
+			s->ann = ANN_VECTORIZE;
 		loops[d] = s;
 		*link = s;
 		link = &s->body;
@@ -491,6 +584,8 @@ static ir_stmt *pack_nest(lw *L, const te_read *rd, const packinfo *pk)
 			}
 			break;
 		}
+		if (pd->outside)
+			src[d] = ir_bin(f, IR_ADD, src[d], panel_base(L, ss, pd, pk->at));
 		guard = ir_bin(f, IR_AND, guard, ir_inrange(f, src[d], 0, t->shape[d]));
 	}
 	ir_expr *val = ir_load(f, L->tbuf[rd->tensor], src);
@@ -868,6 +963,15 @@ static ir_stmt *nest(stage_ctx *c, int from, int to, int spatial_only, int which
 		s->body = acc_scope(c, pos + 1);
 	else
 		s->body = nest(c, pos + 1, to, spatial_only, which);
+	/* the panels packed in this loop's iterations, each in a local buffer */
+	for (int r = 0; which == MK_DIRECT && r < c->st->nread; r++)
+		if (c->ss->pack[r] && c->pk[r].at == pos) {
+			ir_stmt *al = ir_stmt_new(c->L->f, IR_ALLOC);
+			al->buf = c->pk[r].buf;
+			al->body = pack_nest(c->L, c->ss, &c->st->read[r], &c->pk[r]);
+			al->body->next = s->body;
+			s->body = al;
+		}
 	return s;
 }
 
@@ -910,6 +1014,8 @@ static ir_stmt **lower_stage(lw *L, int si, const sc_sched *sched, ir_stmt **lin
 	ss->niv = st->naxis;
 	ss->norder = st->naxis;
 	ss->cache_at = -1;
+	for (int r = 0; r < TE_MAXREAD; r++)
+		ss->pack_at[r] = -1;
 	for (int a = 0; a < st->naxis; a++) {
 		iv *v = &ss->ivs[a];
 		v->name = st->axis[a].name;
@@ -967,7 +1073,8 @@ static ir_stmt **lower_stage(lw *L, int si, const sc_sched *sched, ir_stmt **lin
 	for (int r = 0; r < st->nread; r++)
 		if (ss->pack[r]) {
 			pack_layout(L, st, ss, &st->read[r], &c->pk[r], si, r);
-			link = append(link, pack_nest(L, &st->read[r], &c->pk[r]));
+			if (c->pk[r].at < 0)
+				link = append(link, pack_nest(L, ss, &st->read[r], &c->pk[r]));
 		}
 	ir_stmt *main = nest(c, 0, ss->norder, 0, MK_DIRECT);
 	auto_unroll(main, ss->unroll_max, ss->explicit);

@@ -92,6 +92,8 @@ static int names_apply(const te_prog *p, const sc_prim *pr, tk_arena *a, sc_name
 	case SC_PACK:
 		if (pr->a < 0 || pr->a >= p->stage[s].nread)
 			return tk_seterr(TK_EINVAL, "schedule: pack of an unknown read");
+		if (pr->n && !valid_loop(nm, s, pr->b))
+			return tk_seterr(TK_EINVAL, "schedule: pack at an unknown loop");
 		return TK_OK;
 	case SC_PRAGMA:
 		return TK_OK;
@@ -156,6 +158,8 @@ int sc_print(tk_sb *sb, const te_prog *p, const sc_sched *s)
 				if (dup)
 					tk_sb_printf(sb, "#%d", pr->a);
 			}
+			if (pr->n)
+				tk_sb_printf(sb, " at %s", n[pr->b]);
 			break;
 		case SC_PRAGMA:
 			tk_sb_printf(sb, " unroll_max %lld explicit %lld", (long long)pr->f[0],
@@ -230,8 +234,13 @@ static int parse_line(const te_prog *p, char *line, int lineno, sc_names *nm, sc
 		pr->b = find_name(nm, s, tok[3]);
 		break;
 	case SC_PACK: {
-		if (nt != 3)
-			return tk_seterr(TK_EINVAL, "schedule line %d: pack TENSOR", lineno);
+		if (nt != 3 && (nt != 5 || strcmp(tok[3], "at")))
+			return tk_seterr(TK_EINVAL, "schedule line %d: pack TENSOR [at LOOP]", lineno);
+		if (nt == 5) {
+			pr->n = 1;
+			if ((pr->b = find_name(nm, s, tok[4])) < 0)
+				return tk_seterr(TK_EINVAL, "schedule line %d: unknown loop '%s'", lineno, tok[4]);
+		}
 		char *hash = strchr(tok[2], '#');
 		int want = -1;
 		if (hash) {

@@ -12,6 +12,8 @@
  *     unroll O y.2
  *     cache_write O x.1    accumulate in a local tile below loop x.1
  *     pack O W             copy input W into a tile-ordered, padded layout
+ *     pack O W at y.0+x.0  the same inside that loop, only the panel one of
+ *                          its iterations reads (in a local buffer)
  *     pragma O unroll_max 64 explicit 1
  *
  * The text form (one primitive per line) is what the record store keeps
@@ -44,8 +46,8 @@ typedef struct sc_prim {
 	int kind;
 	int stage;
 	int a;                        /* SPLIT/FUSE/annotations/CACHE_WRITE: loop; PACK: read */
-	int b;                        /* FUSE: second loop */
-	int n;                        /* SPLIT: factors; REORDER: loops */
+	int b;                        /* FUSE: second loop; PACK with n = 1: the loop it is at */
+	int n;                        /* SPLIT: factors; REORDER: loops; PACK: 1 if at a loop */
 	int64_t f[SC_MAXFACTOR];      /* SPLIT: inner extents (outer part derived);
 	                                 PRAGMA: unroll_max, explicit */
 	int order[SC_MAXLOOP];        /* REORDER */

@@ -7,11 +7,14 @@
  *
  *     order 0:  S0 S1 R0 R1 S2      the register tile S2 accumulates a whole
  *     order 1:  S0 R0 S1 R1 S2      reduction (0) or a block of it (1)
+ *     order 2:  S0w R0 S0n S1 R1 S2 S0w: the outer blocks of the axes the
+ *                                   panel read (space.h) depends on
  *
  * S0 is fused and parallel (ignored on one thread), the vectorised axis's S2
  * part is innermost, the other S2 parts are unrolled, the accumulator tile is
  * a cache_write below the last S1 loop, packed inputs are copied before the
- * nest, and the unroll pragma covers the rest. Other stages (Winograd's
+ * nest, except the panel read of order 2: inside the last R0 loop, the panel
+ * one of its iterations reads, and the unroll pragma covers the rest. Other stages (Winograd's
  * transforms, the final crop) get a fixed schedule: parallel outer loop, a
  * scalar accumulator, and a vectorised inner loop when there is no reduction.
  */
@@ -106,15 +109,27 @@ int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out)
 	}
 
 	/* levels */
-	int S0[TE_MAXAXIS], S1[TE_MAXAXIS], S2[TE_MAXAXIS], R0[TE_MAXAXIS], R1[TE_MAXAXIS];
-	int n0 = 0, n1 = 0, n2 = 0, m0 = 0, m1 = 0;
+	/* order 2: S0 holds the outer blocks of the axes the panel read depends
+	 * on, N0 the other outer blocks (inside R0) */
+	int panel = order == 2 ? sp->panel_read : -1;
+	int wdep[TE_MAXAXIS] = { 0 };
+	if (panel >= 0)
+		for (int d = 0; d < p->tensor[st->read[panel].tensor].ndim; d++)
+			if (st->read[panel].idx[d]->kind == TE_AXIS)
+				wdep[st->read[panel].idx[d]->val] = 1;
+	int S0[TE_MAXAXIS], N0[TE_MAXAXIS], S1[TE_MAXAXIS], S2[TE_MAXAXIS], R0[TE_MAXAXIS],
+	    R1[TE_MAXAXIS];
+	int n0 = 0, k0 = 0, n1 = 0, n2 = 0, m0 = 0, m1 = 0;
 	for (int a = 0; a < st->naxis; a++) {
 		if (st->axis[a].reduce) {
 			R0[m0++] = part[a][0];
 			if (part[a][1] >= 0)
 				R1[m1++] = part[a][1];
 		} else {
-			S0[n0++] = part[a][0];
+			if (panel >= 0 && !wdep[a])
+				N0[k0++] = part[a][0];
+			else
+				S0[n0++] = part[a][0];
 			if (part[a][1] >= 0)
 				S1[n1++] = part[a][1];
 			if (part[a][2] >= 0 && a != vec)
@@ -135,6 +150,7 @@ int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out)
 		PUT(R0, m0);
 	} else {
 		PUT(R0, m0);
+		PUT(N0, k0);
 		PUT(S1, n1);
 	}
 	PUT(R1, m1);
@@ -153,7 +169,7 @@ int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out)
 	}
 
 	/* accumulator below the last S1 loop (or the last loop before R1) */
-	int attach = n1 ? S1[n1 - 1] : (order == 0 || !m0 ? fused : R0[m0 - 1]);
+	int attach = n1 ? S1[n1 - 1] : k0 ? N0[k0 - 1] : order == 0 || !m0 ? fused : R0[m0 - 1];
 	if (!add(out, SC_PARALLEL, ms, fused))
 		goto full;
 	if (vec >= 0 && part[vec][2] >= 0 && !add(out, SC_VECTORIZE, ms, part[vec][2]))
@@ -163,9 +179,15 @@ int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out)
 			goto full;
 	if (!add(out, SC_CACHE_WRITE, ms, attach))
 		goto full;
-	for (int r = 0; r < st->nread; r++)
-		if (pack[r] && !add(out, SC_PACK, ms, r))
+	for (int r = 0; r < st->nread; r++) {
+		sc_prim *pk = pack[r] ? add(out, SC_PACK, ms, r) : NULL;
+		if (pack[r] && !pk)
 			goto full;
+		if (pack[r] && r == panel) {
+			pk->n = 1;
+			pk->b = m0 ? R0[m0 - 1] : fused;
+		}
+	}
 	sc_prim *pg = add(out, SC_PRAGMA, ms, 0);
 	if (!pg)
 		goto full;

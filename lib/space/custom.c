@@ -181,6 +181,7 @@ int sp_space_custom(int nknob, const char *const *name, const int *nval,
 	}
 	s->prog = NULL;
 	s->main_stage = -1;
+	s->panel_read = -1;
 	s->nknob = nknob;
 	s->size = 1;
 	for (int k = 0; k < nknob; k++) {

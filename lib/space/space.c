@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const int64_t unroll_vals[] = { 0, 16, 64, 512 };
-static const char *const order_labels[] = { "0", "1" };
+static const char *const order_labels[] = { "0", "1", "2" };
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -152,6 +152,32 @@ static int packable(const te_prog *p, const te_stage *st, const te_read *rd)
 	return useful;
 }
 
+/* The read order 2 packs panel by panel: the last packable read indexed by
+ * plain axes (a weight), among them a spatial and a reduction axis that
+ * each have more than one point; -1 if none. */
+static int panel_read(const te_prog *p, const te_stage *st)
+{
+	int found = -1;
+	for (int r = 0; r < st->nread; r++) {
+		const te_read *rd = &st->read[r];
+		int plain = packable(p, st, rd), spatial = 0, reduce = 0;
+		for (int d = 0; plain && d < p->tensor[rd->tensor].ndim; d++) {
+			const te_expr *e = rd->idx[d];
+			if (e->kind == TE_CONST)
+				continue;
+			if (e->kind != TE_AXIS) {
+				plain = 0;
+				break;
+			}
+			if (st->axis[e->val].extent > 1)
+				*(st->axis[e->val].reduce ? &reduce : &spatial) = 1;
+		}
+		if (plain && spatial && reduce)
+			found = r;
+	}
+	return found;
+}
+
 int sp_space_create(const te_prog *p, sp_space **out)
 {
 	*out = NULL;
@@ -184,7 +210,9 @@ int sp_space_create(const te_prog *p, sp_space **out)
 			k->cand[2] = st->axis[a].extent;
 		}
 	}
-	enum_knob(s, "order", KR_ORDER, 2, (int64_t[]){ 0, 1 }, order_labels);
+	s->panel_read = panel_read(p, st);
+	enum_knob(s, "order", KR_ORDER, s->panel_read >= 0 ? 3 : 2, (int64_t[]){ 0, 1, 2 },
+	          order_labels);
 	{
 		int64_t vals[TE_MAXAXIS];
 		const char *labels[TE_MAXAXIS];

@@ -17,7 +17,14 @@
  *                    are handled with loop tails.
  *   order            loop structure: 0 = S0 S1 R0 R1 S2 (the reduction runs
  *                    whole inside a register tile), 1 = S0 R0 S1 R1 S2 (the
- *                    reduction is blocked outside the middle spatial loops)
+ *                    reduction is blocked outside the middle spatial loops),
+ *                    2 = S0w R0 S0 S1 R1 S2 where the task has a panel read
+ *                    (a weight indexed by plain axes, e.g. B of a GEMM): the
+ *                    outer blocks of the axes it depends on outermost, then
+ *                    the reduction blocks, then the other outer blocks; the
+ *                    weight, if packed, is copied one panel (what an
+ *                    iteration of the R0 loops reads) at a time, inside
+ *                    them, the panel staying in cache for the loops below
  *   vec              the spatial axis whose inner part is innermost and
  *                    vectorised. An operator may fix it (`vector AXIS` in
  *                    its declaration: the block of a blocked layout); then
@@ -25,7 +32,8 @@
  *   unroll           auto_unroll_max_step: 0, 16, 64, 512
  *   unroll_explicit  1: unroll in the generated C; 0: leave it to the compiler
  *   pack_<input>     copy an input into a tile-ordered (and padded) layout
- *                    before the main loop nest
+ *                    before the main loop nest (order 2: the panel read in
+ *                    panels, see above)
  * The space depends only on the task, never on the target, so records from
  * different hardware share configurations (transfer learning needs it).
  */
@@ -69,6 +77,7 @@ typedef struct sp_space {
 	tk_arena arena;     /* owns knob names, candidates, labels */
 	const te_prog *prog;/* borrowed: must outlive the space */
 	int main_stage;
+	int panel_read;     /* read of the main stage order 2 packs in panels, -1: no order 2 */
 	int nknob;
 	sp_knob knob[SP_MAXKNOB];
 	uint64_t size;      /* number of configurations */

@@ -267,6 +267,51 @@ TEST(test_whole_tiles)
 	                    "unroll_explicit=0;pack_I=0;pack_W=0", 0, "native");
 }
 
+/* Order 2 puts the outer blocks of the axes the weight depends on
+ * outermost, then the reduction blocks, and packs the weight inside them:
+ * the panel one iteration reads, in a local buffer (a split dimension spans
+ * its parts inside the loop, the outer parts index the source). Checked
+ * against the reference with tiles that do not divide, on 2 threads (one
+ * buffer per thread), with fused outer loops (batch_matmul's b and j), and
+ * where the panel would be too large for the stack, the copy is made whole
+ * before the nest. */
+TEST(test_panels)
+{
+	const char *t = "dense:m=70,n=44,k=9";
+	const char *kc = "tile_i=3x4x6;tile_j=3x2x8;tile_r=3x3;order=2;vec=j;unroll=512;"
+	                 "unroll_explicit=1;pack_A=1;pack_B=1";
+	const char *all_k = "tile_i=3x4x6;tile_j=3x2x8;tile_r=1x9;order=2;vec=j;unroll=0;"
+	                    "unroll_explicit=0;pack_A=0;pack_B=1";
+	const char *lanes = "tile_i=3x4x6;tile_j=3x2x8;tile_r=3x3;order=2;vec=i;unroll=0;"
+	                    "unroll_explicit=0;pack_A=1;pack_B=1";
+	CHECK_EQ_INT(count_lines(t, kc, 1, "alloc B_p0_1[2, 3, 8]"), 1);
+	CHECK_EQ_INT(count_lines(t, kc, 1, "buffer work A_p0_0"), 1);
+	CHECK_EQ_INT(count_lines(t, kc, 1, "buffer work B"), 0);
+	CHECK_EQ_INT(count_lines(t, all_k, 1, "alloc B_p0_1[2, 9, 8]"), 1);
+	CHECK_EQ_INT(count_lines(t, lanes, 1, "alloc B_p0_1[2, 3, 8]"), 1);
+	for (const char *const *c = (const char *const[]){ kc, all_k, lanes, NULL }; *c; c++) {
+		check_configs(t, *c, 0, "native");
+		check_configs(t, *c, 0, "cpu:threads=2");
+	}
+	const char *bmm = "batch_matmul:b=3,m=5,n=17,k=8";
+	const char *bj = "tile_z=3x1x1;tile_i=1x5x1;tile_j=3x1x8;tile_r=2x4;order=2;vec=j;"
+	                 "unroll=0;unroll_explicit=0;pack_A=0;pack_B=1";
+	CHECK_EQ_INT(count_lines(bmm, bj, 1, "alloc B_p0_1[1, 1, 4, 8]"), 1);
+	check_configs(bmm, bj, 0, "native");
+	check_configs(bmm, bj, 0, "cpu:threads=2");
+	const char *conv = "conv2d_nchwc:c=8,h=5,w=7,k=16,cb=4,kb=8,pad=1";
+	const char *c2 = "tile_fo=2x1x1;tile_y=5x1x1;tile_x=2x1x4;tile_fi=1x1x8;tile_rco=2x1;"
+	                 "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=2;vec=fi;unroll=0;"
+	                 "unroll_explicit=0;pack_I=1;pack_W=1";
+	CHECK_EQ_INT(count_lines(conv, c2, 1, "buffer work I_p0_0"), 1);
+	CHECK_EQ_INT(count_lines(conv, c2, 1, "alloc W_p0_1"), 1);
+	check_configs(conv, c2, 0, "native");
+	/* 1024 x 512 floats: too large for a stack panel */
+	CHECK_EQ_INT(count_lines("dense:m=64,n=1024,k=1024", "tile_i=2x1x32;tile_j=2x32x16;"
+	                         "tile_r=1x1024;order=2;vec=j;unroll=0;unroll_explicit=0;"
+	                         "pack_A=0;pack_B=1", 1, "buffer work B_p0_1"), 1);
+}
+
 TEST(test_winograd)
 {
 	check_task("conv2d_winograd:c=3,h=7,w=9,k=4,m=2", 4, "native");
@@ -293,4 +338,4 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_winograd, test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_panels, test_winograd, test_other_targets, test_teardown)
