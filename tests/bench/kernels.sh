@@ -31,7 +31,9 @@
 #   BENCH_ROUNDS   interleaved rounds of the driver (default 7)
 #   BENCH_TRANSFER 1 (default): tune with --transfer-from the store, a base
 #                  model from the records of workloads of the same operator
-#                  tuned before on the same target; 0: each from scratch
+#                  tuned before on the same target, and at later thread counts
+#                  from the first thread count's records (--transfer-hardware);
+#                  0: each from scratch
 #   BENCH_LOCK     every command that times kernels runs under flock(1) on this
 #                  file, so that benchmarks on one machine do not overlap
 #                  (default /tmp/tunekit-measure.lock; empty: no lock)
@@ -129,13 +131,18 @@ tune_seconds() {
 # Tune task $1 for target $2: $3 trials, seed $4. With BENCH_TRANSFER=1 the
 # xgb model starts from a base model trained on the store's records of the
 # same operator on the same target (AutoTVM's transfer learning, as its
-# tune_relay tutorials tune a network's tasks one after another). A workload
-# without such history (the first of its operator, or a loop nest whose
-# features differ in length, as 1x1 against 3x3) is tuned without it.
+# tune_relay tutorials tune a network's tasks one after another), or, with
+# $5, on that hardware ID: the first thread count's, whose records of the
+# same workloads tell the later thread counts where the good tiles are. A
+# workload without such history (the first of its operator, or a loop nest
+# whose features differ in length, as 1x1 against 3x3) is tuned without it.
 tune_one() {
+	from=${5:+--transfer-hardware $5}
 	set -- -q --db "$DB" --target "$2" --task "$1" --trials "$3" --seed "$4"
 	if [ "$TRANSFER" = 1 ] && [ -f "$DB" ]; then
-		locked "$TK" tune "$@" --transfer-from "$DB" >/dev/null 2>"$DIR/tune.err" && return 0
+		# shellcheck disable=SC2086 # $from is two words or none
+		locked "$TK" tune "$@" --transfer-from "$DB" $from >/dev/null 2>"$DIR/tune.err" &&
+			return 0
 		grep -q 'too little history' "$DIR/tune.err" || return 1
 	fi
 	locked "$TK" tune "$@" >/dev/null 2>"$DIR/tune.err"
@@ -147,6 +154,7 @@ fail_row() {
 	printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$1" "$2" "$3" "$peak" "$4" "$5" >>"$RES"
 }
 
+first_t=${THREADS%% *} first_hw=
 for T in $THREADS; do
 	target=cpu:threads=$T
 	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $2 }' "$DIR/peak.tsv")
@@ -159,7 +167,7 @@ for T in $THREADS; do
 		n=${n:-0}
 		if [ "$n" -lt "$TRIALS" ]; then
 			say "$W, $T thread(s): tuning $((TRIALS - n)) trials ($n in the store)"
-			tune_one "$W" "$target" $((TRIALS - n)) $((n + 1)) ||
+			tune_one "$W" "$target" $((TRIALS - n)) $((n + 1)) "$first_hw" ||
 				say "$W, $T thread(s): tune failed: $(cat "$DIR/tune.err")"
 			rm -rf "$tmp"
 			best=$(export_best "$W" "$target" "$tmp")
@@ -171,6 +179,7 @@ for T in $THREADS; do
 			continue
 		fi
 		key=$(echo "$best" | cut -f1) hw=$(echo "$best" | cut -f2) name=$(echo "$best" | cut -f3)
+		[ "$T" = "$first_t" ] && first_hw=$hw
 		secs=$(tune_seconds "$key" "$hw" || true)
 		n=$(records "$key" "$hw" || true)
 		n=${n:--}
