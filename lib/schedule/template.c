@@ -10,13 +10,14 @@
  *     order 2:  S0w R0 S0n S1 R1 S2 S0w: the outer blocks of the axes the
  *                                   panel read (space.h) depends on
  *
- * S0 is fused and parallel (ignored on one thread), the vectorised axis's S2
- * part is innermost, the other S2 parts are unrolled, the accumulator tile is
- * a cache_write below the last S1 loop, packed inputs are copied before the
- * nest, except the panel read of order 2: inside the last R0 loop, the panel
- * one of its iterations reads, and the unroll pragma covers the rest. Other stages (Winograd's
- * transforms, the final crop) get a fixed schedule: parallel outer loop, a
- * scalar accumulator, and a vectorised inner loop when there is no reduction.
+ * S0 (S0w) is fused and parallel (ignored on one thread), the vectorised
+ * axis's S2 part is innermost, the other S2 parts are unrolled, the
+ * accumulator tile is a cache_write below the last S1 loop, packed inputs
+ * are copied before the nest (the panel read under order 2: inside the last
+ * R0 loop, the panel one of its iterations reads), and the unroll pragma
+ * covers the rest. Other stages (Winograd's transforms, the final crop) get
+ * a fixed schedule: parallel outer loop, a scalar accumulator, and a
+ * vectorised inner loop when there is no reduction.
  */
 #include <string.h>
 
