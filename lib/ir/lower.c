@@ -464,32 +464,23 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 		}
 	}
 	/* layout: outer parts of tiled dims, the other dims, inner parts */
-	for (int d = 0; d < t->ndim; d++) {
-		pk->inner_of[d] = -1;
-		pdim *pd = &pk->dim[d];
-		if (pd->kind != PD_SPLIT)
-			continue;
-		pk->outer_of[d] = nd;
-		if (pd->outside) {
-			panel_index(NULL, ss, pd, pk->at, &top);
-			shape[nd++] = top + 1;
-		} else {
-			shape[nd++] = (t->shape[d] + pd->f - 1) / pd->f;
+	for (int pass = 0; pass < 2; pass++)
+		for (int d = 0; d < t->ndim; d++) {
+			pdim *pd = &pk->dim[d];
+			if ((pd->kind == PD_SPLIT) != (pass == 0))
+				continue;
+			pk->inner_of[d] = -1;
+			pk->outer_of[d] = nd;
+			if (pd->outside) {
+				panel_index(NULL, ss, pd, pk->at, &top);
+				shape[nd++] = top + 1;
+			} else if (pd->kind == PD_SPLIT) {
+				shape[nd++] = (t->shape[d] + pd->f - 1) / pd->f;
+			} else {
+				shape[nd++] = pd->kind == PD_PLAIN ? t->shape[d]
+				              : pd->kind == PD_CONST ? 1 : pd->ext;
+			}
 		}
-	}
-	for (int d = 0; d < t->ndim; d++) {
-		pdim *pd = &pk->dim[d];
-		if (pd->kind == PD_SPLIT)
-			continue;
-		pk->outer_of[d] = nd;
-		if (pd->outside) {
-			panel_index(NULL, ss, pd, pk->at, &top);
-			shape[nd++] = top + 1;
-		} else {
-			shape[nd++] = pd->kind == PD_PLAIN ? t->shape[d]
-			              : pd->kind == PD_CONST ? 1 : pd->ext;
-		}
-	}
 	for (int d = 0; d < t->ndim; d++)
 		if (pk->dim[d].kind == PD_SPLIT) {
 			pk->inner_of[d] = nd;
