@@ -22,6 +22,8 @@
  *                                 (B[k,n] -> Bp[n/16][k][16]); padded
  *                                 dimensions made total (no guards)
  *     for leaves up to cache_write:
+ *        [alloc panel; copy it]   a pack at this loop: the part of the input
+ *                                 one iteration reads (see pack_layout)
  *        alloc acc[inner spatial leaves]
  *        acc = 0 (or the partial sums from the output)
  *        for remaining leaves: acc += product of reads
