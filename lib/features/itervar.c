@@ -109,15 +109,8 @@ void feat_nest_shape(const sp_space *sp, int *nloop, int *nslot)
 	 * fuses only those of the axes the panel read depends on (template.c),
 	 * the longest nest */
 	int fused = st->nspatial;
-	if (sp->panel_read >= 0) {
-		const te_read *rd = &st->read[sp->panel_read];
-		int dep[TE_MAXAXIS] = { 0 };
-		fused = 0;
-		for (int d = 0; d < sp->prog->tensor[rd->tensor].ndim; d++)
-			if (rd->idx[d]->kind == TE_AXIS && rd->idx[d]->val < st->nspatial &&
-			    !dep[rd->idx[d]->val]++)
-				fused++;
-	}
+	if (sp->panel_read >= 0)
+		fused = __builtin_popcount(sp->panel_axes & ((1u << st->nspatial) - 1));
 	if (fused > 1)
 		n -= fused - 1;
 	*nloop = n;

@@ -113,11 +113,6 @@ int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out)
 	/* order 2: S0 holds the outer blocks of the axes the panel read depends
 	 * on, N0 the other outer blocks (inside R0) */
 	int panel = order == 2 ? sp->panel_read : -1;
-	int wdep[TE_MAXAXIS] = { 0 };
-	if (panel >= 0)
-		for (int d = 0; d < p->tensor[st->read[panel].tensor].ndim; d++)
-			if (st->read[panel].idx[d]->kind == TE_AXIS)
-				wdep[st->read[panel].idx[d]->val] = 1;
 	int S0[TE_MAXAXIS], N0[TE_MAXAXIS], S1[TE_MAXAXIS], S2[TE_MAXAXIS], R0[TE_MAXAXIS],
 	    R1[TE_MAXAXIS];
 	int n0 = 0, k0 = 0, n1 = 0, n2 = 0, m0 = 0, m1 = 0;
@@ -127,7 +122,7 @@ int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out)
 			if (part[a][1] >= 0)
 				R1[m1++] = part[a][1];
 		} else {
-			if (panel >= 0 && !wdep[a])
+			if (panel >= 0 && !(sp->panel_axes >> a & 1))
 				N0[k0++] = part[a][0];
 			else
 				S0[n0++] = part[a][0];

@@ -154,13 +154,16 @@ static int packable(const te_prog *p, const te_stage *st, const te_read *rd)
 
 /* The read order 2 packs panel by panel: the last packable read indexed by
  * plain axes (a weight), among them a spatial and a reduction axis that
- * each have more than one point; -1 if none. */
-static int panel_read(const te_prog *p, const te_stage *st)
+ * each have more than one point; -1 if none. *axes: the bit of every axis
+ * indexing it. */
+static int panel_read(const te_prog *p, const te_stage *st, unsigned *axes)
 {
 	int found = -1;
+	*axes = 0;
 	for (int r = 0; r < st->nread; r++) {
 		const te_read *rd = &st->read[r];
 		int plain = packable(p, st, rd), spatial = 0, reduce = 0;
+		unsigned mask = 0;
 		for (int d = 0; plain && d < p->tensor[rd->tensor].ndim; d++) {
 			const te_expr *e = rd->idx[d];
 			if (e->kind == TE_CONST)
@@ -169,11 +172,14 @@ static int panel_read(const te_prog *p, const te_stage *st)
 				plain = 0;
 				break;
 			}
+			mask |= 1u << e->val;
 			if (st->axis[e->val].extent > 1)
 				*(st->axis[e->val].reduce ? &reduce : &spatial) = 1;
 		}
-		if (plain && spatial && reduce)
+		if (plain && spatial && reduce) {
 			found = r;
+			*axes = mask;
+		}
 	}
 	return found;
 }
@@ -210,7 +216,7 @@ int sp_space_create(const te_prog *p, sp_space **out)
 			k->cand[2] = st->axis[a].extent;
 		}
 	}
-	s->panel_read = panel_read(p, st);
+	s->panel_read = panel_read(p, st, &s->panel_axes);
 	enum_knob(s, "order", KR_ORDER, s->panel_read >= 0 ? 3 : 2, (int64_t[]){ 0, 1, 2 },
 	          order_labels);
 	{

@@ -78,6 +78,7 @@ typedef struct sp_space {
 	const te_prog *prog;/* borrowed: must outlive the space */
 	int main_stage;
 	int panel_read;     /* read of the main stage order 2 packs in panels, -1: no order 2 */
+	unsigned panel_axes;/* bit a: the panel read is indexed by axis a */
 	int nknob;
 	sp_knob knob[SP_MAXKNOB];
 	uint64_t size;      /* number of configurations */
