@@ -29,7 +29,7 @@ static struct {
 	const char *network, *model, *search, *feature, *objective, *transfer, *transfer_hw,
 	           *replay, *replay_hw;
 	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
-	        run, regtile, confirm;
+	        run, regtile, confirm, cover;
 	double epsilon, time_budget;
 	ms_cli ms;
 	int resume;
@@ -55,6 +55,7 @@ static const opt options[] = {
 	{ OPT_INT, "xgb-rounds", 0, &o.xgb_rounds, "N", "fixed boosting rounds (default: early stopping)" },
 	{ OPT_INT, "regtile", 0, &o.regtile, "N", "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)" },
 	{ OPT_INT, "confirm", 0, &o.confirm, "K", "then measure the K fastest configurations of each task twice more (default 8; 0: off)" },
+	{ OPT_INT, "cover", 0, &o.cover, "N", "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)" },
 	{ OPT_STRING, "transfer-from", 0, &o.transfer, "DB", "history store for a transfer-learning base model" },
 	{ OPT_STRING, "transfer-hardware", 0, &o.transfer_hw, "HW", "its hardware (key or id) to learn from (default: the target's)" },
 	{ OPT_STRING, "replay", 0, &o.replay, "DB", "answer measurements from the records of this store" },
@@ -132,6 +133,7 @@ static int apply(tk_ctx *ctx, tn_opts *t)
 	if (o.xgb_rounds) t->xgb_rounds = (int)o.xgb_rounds;
 	if (o.regtile >= 0) t->regtile = (int)o.regtile;
 	if (o.confirm >= 0) t->confirm = (int)o.confirm;
+	if (o.cover >= 0) t->cover = (int)o.cover;
 	set_str(t->transfer_from, sizeof t->transfer_from, o.transfer);
 	set_str(t->transfer_hw, sizeof t->transfer_hw, o.transfer_hw);
 	set_str(t->replay, sizeof t->replay, o.replay);
@@ -172,6 +174,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	o.epsilon = -1;
 	o.regtile = -1;
 	o.confirm = -1;
+	o.cover = -1;
 	ms_cli_init(&o.ms);
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
@@ -179,7 +182,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
 	if (o.trials < 0 || o.time_budget < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
 	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0 ||
-	    o.regtile < -1 || o.confirm < -1)
+	    o.regtile < -1 || o.confirm < -1 || o.cover < -1)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;

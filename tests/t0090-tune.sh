@@ -88,6 +88,23 @@ test_expect_success 'transfer learning from another hardware of the history (ano
 	grep -q "needs a history store" err
 '
 
+test_expect_success 'every loop order gets trials while it has fewer than --cover' '
+	tunekit tune -q --db cov.db --task dense:m=32,n=64,k=48 --trials 32 --plan-size 16 --repeat 1 \
+		--confirm 0 --epsilon 0 --cover 4 --transfer-from "$TUNEKIT_DB" >out &&
+	test $(tsv_count out) -eq 32 &&
+	sqlite3 cov.db "SELECT params FROM run" | grep -qx "cover=4" &&
+	for v in 0 1 2; do
+		first=$(sqlite3 cov.db "SELECT COUNT(*) FROM measurement m JOIN config c ON c.id = m.config_id
+			WHERE m.trial < 16 AND c.text LIKE \"%;order=$v;%\"") &&
+		all=$(sqlite3 cov.db "SELECT COUNT(*) FROM measurement m JOIN config c ON c.id = m.config_id
+			WHERE c.text LIKE \"%;order=$v;%\"") &&
+		echo "order=$v: $first of the first plan, $all in all" &&
+		test "$first" -ge 2 && test "$all" -ge 4 || return 1
+	done &&
+	test_expect_code 2 tunekit tune --db cov.db --task dense:m=8,n=8,k=8 --trials 4 --cover -2 2>err &&
+	grep -q "out of range" err
+'
+
 test_expect_success 'transfer learning from the store being tuned, its own records kept' '
 	n=$(sql "SELECT COUNT(*) FROM measurement") &&
 	tunekit tune --task dense:m=32,n=64,k=48 --trials 8 --plan-size 8 --repeat 1 --confirm 0 \

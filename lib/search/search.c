@@ -94,6 +94,8 @@ void sr_sa_opts_default(sr_sa_opts *o)
 	o->t_hi = 1;
 	o->t_lo = 0;
 	o->persistent = 1;
+	o->fix_knob = -1;
+	o->fix_value = 0;
 }
 
 int sr_sa_new(const sp_space *sp, const sr_sa_opts *o, sr_sa **out)
@@ -207,6 +209,14 @@ static int heap_offer(heap *h, const sp_space *sp, const sp_config *c, float s, 
 	return 1;
 }
 
+/* A step that moved the fixed knob stays where it was on that knob (it
+ * changed nothing, and the chain loses the step). */
+static void fix(const sr_sa *sa, sp_config *c)
+{
+	if (sa->o.fix_knob >= 0)
+		c->v[sa->o.fix_knob] = sa->o.fix_value;
+}
+
 int sr_sa_find(sr_sa *sa, sr_score_fn score, void *ctx, const sr_set *exclude, tk_rng *rng,
                int num, sp_config *out, float *scores, int *nout)
 {
@@ -228,8 +238,10 @@ int sr_sa_find(sr_sa *sa, sr_score_fn score, void *ctx, const sr_set *exclude, t
 	}
 	/* excluded points are never offered: mark them as already seen */
 	if (!sa->have_points || !sa->o.persistent)
-		for (int i = 0; i < nc; i++)
+		for (int i = 0; i < nc; i++) {
 			sp_sample(sp, rng, &sa->points[i]);
+			fix(sa, &sa->points[i]);
+		}
 	sa->have_points = 1;
 	if ((rc = score(ctx, sa->points, nc, sa->score)))
 		goto done;
@@ -240,8 +252,10 @@ int sr_sa_find(sr_sa *sa, sr_score_fn score, void *ctx, const sr_set *exclude, t
 	double t = sa->o.t_hi, cool = (sa->o.t_hi - sa->o.t_lo) / (sa->o.iters + 1);
 	int k = 0, last = 0;
 	while (k < sa->o.iters && k < last + sa->o.early_stop && !err) {
-		for (int i = 0; i < nc; i++)
+		for (int i = 0; i < nc; i++) {
 			sp_neighbor(sp, rng, &sa->points[i], &sa->next[i]);
+			fix(sa, &sa->next[i]);
+		}
 		if ((rc = score(ctx, sa->next, nc, sa->next_score)))
 			goto done;
 		for (int i = 0; i < nc; i++) {

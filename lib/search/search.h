@@ -8,7 +8,8 @@
  *               acceptance under a temperature falling from t_hi to t_lo,
  *               keeping the best `num` distinct unvisited points seen, early
  *               stop when the best set has not changed for early_stop steps,
- *               chains persisting between calls;
+ *               chains persisting between calls; optionally one knob held
+ *               at one value (the tuner covering each loop order);
  *   sr_diverse  AutoTVM's submodular pick: from ranked candidates choose k
  *               that cover the most distinct knob values (diversity-aware
  *               selection).
@@ -53,6 +54,8 @@ typedef struct sr_sa_opts {
 	int early_stop;   /* 50 */
 	double t_hi, t_lo;/* temperature from 1 to 0 */
 	int persistent;   /* keep the chains between calls: 1 */
+	int fix_knob;     /* -1 (default): none; else every point visited has */
+	int fix_value;    /* candidate fix_value of knob fix_knob */
 } sr_sa_opts;
 
 void sr_sa_opts_default(sr_sa_opts *o);

@@ -30,6 +30,7 @@ void tn_opts_default(tn_opts *o)
 	o->seed = 1;
 	o->regtile = -1;
 	o->confirm = 8;
+	o->cover = 16;
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
 }
@@ -44,8 +45,9 @@ char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const doubl
 	             o->plan_size, o->epsilon, o->diversity, (long long)o->early_stop);
 	tk_sb_printf(&sb, "batch=%d\nround=%d\nseed=%llu\nxgb_rounds=%d\ntime_budget=%.17g\n",
 	             o->batch, o->round, (unsigned long long)o->seed, o->xgb_rounds, o->time_budget);
-	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\nregtile=%d\nconfirm=%d\n",
-	             o->sa.chains, o->sa.iters, o->sa.early_stop, o->regtile, o->confirm);
+	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\nregtile=%d\nconfirm=%d\n"
+	             "cover=%d\n", o->sa.chains, o->sa.iters, o->sa.early_stop, o->regtile, o->confirm,
+	             o->cover);
 	tk_sb_printf(&sb, "transfer_from=%s\ntransfer_hw=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n",
 	             o->transfer_from, o->transfer_hw, o->replay, o->replay_hw, o->network);
 	tk_sb_printf(&sb, "jobs=%d\nbuild_timeout=%.17g\nnumber=%d\nrepeat=%d\nmin_repeat_ms=%.17g\n"
@@ -114,7 +116,7 @@ int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double
 		INT("batch", o->batch) INT("round", o->round) INT("seed", o->seed)
 		INT("xgb_rounds", o->xgb_rounds) DBL("time_budget", o->time_budget) INT("sa_chains", o->sa.chains) INT("sa_iters", o->sa.iters)
 		INT("sa_early_stop", o->sa.early_stop) INT("regtile", o->regtile)
-		INT("confirm", o->confirm)
+		INT("confirm", o->confirm) INT("cover", o->cover)
 		STR("transfer_from", o->transfer_from) STR("transfer_hw", o->transfer_hw)
 		STR("replay", o->replay) STR("replay_hw", o->replay_hw) STR("network", o->network)
 		INT("jobs", o->ms.jobs) DBL("build_timeout", o->ms.build_timeout)
@@ -520,7 +522,8 @@ static int check_opts(const tn_opts *o, int *feat)
 		return tk_seterr(TK_EINVAL, "transfer learning needs the xgb model and sa search");
 	if (!(o->time_budget >= 0) || o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
 	    o->epsilon > 1 || o->diversity < 0 || o->early_stop < 0 || o->sa.chains < 1 ||
-	    o->sa.iters < 1 || o->sa.early_stop < 1 || o->regtile < -1 || o->confirm < 0)
+	    o->sa.iters < 1 || o->sa.early_stop < 1 || o->regtile < -1 || o->confirm < 0 ||
+	    o->cover < 0)
 		return tk_seterr(TK_EINVAL, "tuning option out of range");
 	return TK_OK;
 }

@@ -53,6 +53,9 @@ typedef struct tn_opts {
 	int confirm;              /* after the budget, measure the fastest this
 	                             many configurations of each task twice more
 	                             (not in replays); 0: off */
+	int cover;                /* until each loop order (value of the order
+	                             knob) has this many trials, plans give it
+	                             up to plan_size / 8 slots; 0: off */
 	int regtile;              /* samplers draw register tiles of at most this
 	                             many vectors (sp_limit_regtile); -1: the
 	                             target's registers minus 2; 0: no limit.
@@ -68,7 +71,7 @@ typedef struct tn_opts {
 } tn_opts;
 
 /* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
- * confirm 8. */
+ * confirm 8, cover 16. */
 void tn_opts_default(tn_opts *o);
 
 /* Options as "key=value" lines (stored in run.params) and back. The

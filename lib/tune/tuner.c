@@ -140,6 +140,94 @@ static int context_epsilon(tn_ctx *C, tn_task *t)
 	return TK_OK;
 }
 
+/* ---- loop orders the plan must try ---------------------------------------
+ *
+ * A model knows only the loop orders it has seen measured. With a base
+ * model from other shapes, or a first plan that happens to favour one order,
+ * the annealing can leave another order (a whole other loop structure) all
+ * but untried, however well it would do here: the base model of a square
+ * GEMM ranks the BLAS order low on BERT's 128-row shapes, where it is the
+ * best. Until each value of the order knob has o->cover measured trials,
+ * every plan gives up to plan_size / 8 of its slots per missing value to
+ * the model's best configurations with that order (an annealing with the
+ * knob held fixed), in place of its lowest-ranked entries; so tiles are
+ * still chosen by the model, and the model then learns each order from its
+ * own good points. Ansor keeps a population per sketch for the same reason.
+ */
+#define ORDER_MAX 8 /* values of the order knob covered (the templates have 3) */
+
+static int order_knob(const sp_space *sp)
+{
+	for (int k = 0; k < sp->nknob; k++)
+		if (sp->knob[k].role == KR_ORDER && sp->knob[k].kind == KNOB_ENUM && sp->knob[k].n > 1)
+			return k;
+	return -1;
+}
+
+static int in_plan(const tn_task *t, const sp_config *c, int n)
+{
+	uint64_t x = sp_index(t->space, c);
+	for (int i = 0; i < n; i++)
+		if (sp_index(t->space, &t->plan[i]) == x)
+			return 1;
+	return 0;
+}
+
+static int cover_orders(tn_ctx *C, tn_task *t, score_ctx *s)
+{
+	int k = order_knob(t->space), rc = TK_OK;
+	int usable = t->nplan - (int)(t->epsilon * C->o->plan_size);
+	int slots = C->o->plan_size / 8 > 0 ? C->o->plan_size / 8 : 1;
+	if (k < 0 || C->o->cover <= 0 || usable <= 0)
+		return TK_OK;
+	int nv = t->space->knob[k].n, need[ORDER_MAX] = { 0 }, lacking[ORDER_MAX] = { 0 };
+	int keep_from = usable;
+	if (nv > ORDER_MAX)
+		return TK_OK;
+	for (int v = 0; v < nv; v++) {
+		int have = 0, planned = 0;
+		for (int i = 0; i < t->nx; i++)
+			have += t->xc[i].v[k] == v;
+		for (int i = 0; i < usable; i++)
+			planned += t->plan[i].v[k] == v;
+		need[v] = C->o->cover - have;
+		need[v] = (need[v] < slots ? need[v] : slots) - planned;
+		lacking[v] = need[v] > 0;
+	}
+	sp_config *cand = malloc(sizeof *cand * (size_t)(slots + usable));
+	if (!cand)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	for (int v = 0; v < nv && !rc; v++) {
+		if (need[v] <= 0)
+			continue;
+		sr_sa_opts o = C->o->sa;
+		sr_sa *sa;
+		int got = 0;
+		o.persistent = 0;
+		o.fix_knob = k;
+		o.fix_value = v;
+		if ((rc = sr_sa_new(t->space, &o, &sa)))
+			break;
+		rc = sr_sa_find(sa, score, s, &t->visited, &t->rng, need[v] + usable, cand, NULL, &got);
+		sr_sa_free(sa);
+		for (int j = 0; j < got && need[v] > 0 && !rc; j++) {
+			if (in_plan(t, &cand[j], usable))
+				continue;
+			/* the lowest-ranked entry whose order is not one being covered */
+			int at = keep_from - 1;
+			while (at >= 0 && lacking[t->plan[at].v[k]])
+				at--;
+			if (at < 0)
+				break;
+			memmove(&t->plan[at], &t->plan[at + 1], sizeof *t->plan * (size_t)(keep_from - 1 - at));
+			t->plan[--keep_from] = cand[j];
+			need[v]--;
+		}
+	}
+	free(cand);
+	return rc;
+}
+
 /* Fit the model and plan the next plan_size trials. */
 static int replan(tn_ctx *C, tn_task *t)
 {
@@ -187,6 +275,7 @@ static int replan(tn_ctx *C, tn_task *t)
 	}
 	t->plan_pt = 0;
 	t->fits++;
+	rc = cover_orders(C, t, &s);
 done:
 	free(cand);
 	free(sc);

@@ -124,6 +124,35 @@ TEST(test_sa_finds_the_maximum)
 	sr_sa_free(sa);
 }
 
+TEST(test_sa_holds_a_fixed_knob)
+{
+	/* the maximum has order 0; held at order 2, every point found has
+	 * order 2 and the best is the maximum's other knobs with order 2 */
+	int k = sp_knob_find(space, "order");
+	CHECK(k >= 0 && space->knob[k].n == 3);
+	tk_rng rng;
+	tk_rng_seed(&rng, 5, 0);
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	o.fix_knob = k;
+	o.fix_value = 2;
+	sr_sa *sa;
+	CHECK_EQ_INT(sr_sa_new(space, &o, &sa), TK_OK);
+	sp_sample(space, &rng, &target);
+	target.v[k] = 0;
+	sp_config out[16], want = target;
+	float sc[16];
+	int n = 0, calls = 0, other = 0;
+	CHECK_EQ_INT(sr_sa_find(sa, score, &calls, NULL, &rng, 16, out, sc, &n), TK_OK);
+	CHECK_EQ_INT(n, 16);
+	for (int i = 0; i < n; i++)
+		other += out[i].v[k] != 2;
+	CHECK_EQ_INT(other, 0);
+	want.v[k] = 2;
+	CHECK_EQ_INT((long long)sp_index(space, &out[0]), (long long)sp_index(space, &want));
+	sr_sa_free(sa);
+}
+
 TEST(test_sa_small_space_is_exhausted_cleanly)
 {
 	te_prog *p;
@@ -335,5 +364,6 @@ TEST(test_regtile_limit)
 }
 
 UNIT_MAIN(test_setup, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
+          test_sa_holds_a_fixed_knob,
           test_diverse, test_sa_small_space_is_exhausted_cleanly,
           test_vector_axis_fixes_the_block, test_tiles_of_three, test_regtile_limit, test_teardown)
