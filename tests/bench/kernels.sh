@@ -312,9 +312,10 @@ function target(what, th, got, need, note,   verdict) {
 		printf "%-44s %3s %8s %7.2f  %s\n", what, th, "-", need, "not run"
 		return
 	}
+	# three decimals: two can print a miss as "1.00 ... short by 0.00"
 	verdict = got >= need ? "pass" : \
-		sprintf("FAIL, short by %.2f (needs %.2fx faster)", need - got, need / got)
-	printf "%-44s %3s %8.2f %7.2f  %s%s\n", what, th, got, need, verdict, note
+		sprintf("FAIL, short by %.3f (needs %.3fx faster)", need - got, need / got)
+	printf "%-44s %3s %8.3f %7.2f  %s%s\n", what, th, got, need, verdict, note
 }
 ' "$RES" | tee "$DIR/table.txt"
 
