@@ -359,9 +359,8 @@ typedef struct packinfo {
 } packinfo;
 
 /* A panel packed inside a loop lives on the stack of the thread that runs
- * the iteration, at most the size of a core's L2 cache; a larger one is
- * copied whole before the nest instead. */
-#define PACK_LOCAL_MAX_FLOATS (128 << 10)
+ * the iteration, at most SP_PANEL_MAX_FLOATS (a core's L2 cache); a larger
+ * one is copied whole before the nest instead. */
 
 /* Is split part l of a packed dimension outside the loop at order position
  * at (the panel is made inside it)? The innermost part never is: it is the
@@ -417,7 +416,7 @@ static ir_expr *panel_base(lw *L, const stage_state *ss, const pdim *pd, int at)
  * made at the loop ss->pack_at[r], only the panel of one of its iterations:
  * a dimension whose axis has parts outside that loop spans the parts inside
  * (padded by the tails of non-dividing splits). A panel that restricts no
- * dimension, or is larger than PACK_LOCAL_MAX_FLOATS, is made before the
+ * dimension, or is larger than SP_PANEL_MAX_FLOATS, is made before the
  * nest. */
 static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const te_read *rd,
                         packinfo *pk, int si, int r)
@@ -491,7 +490,7 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 	int64_t size = 1;
 	for (int d = 0; d < nd; d++)
 		size *= shape[d];
-	if (pk->at >= 0 && (!restricted || size > PACK_LOCAL_MAX_FLOATS)) {
+	if (pk->at >= 0 && (!restricted || size > SP_PANEL_MAX_FLOATS)) {
 		stage_state whole = *ss;
 		whole.pack_at[r] = -1;
 		pack_layout(L, st, &whole, rd, pk, si, r);

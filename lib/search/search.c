@@ -94,8 +94,7 @@ void sr_sa_opts_default(sr_sa_opts *o)
 	o->t_hi = 1;
 	o->t_lo = 0;
 	o->persistent = 1;
-	o->fix_knob = -1;
-	o->fix_value = 0;
+	o->nfix = 0;
 }
 
 int sr_sa_new(const sp_space *sp, const sr_sa_opts *o, sr_sa **out)
@@ -209,12 +208,12 @@ static int heap_offer(heap *h, const sp_space *sp, const sp_config *c, float s, 
 	return 1;
 }
 
-/* A step that moved the fixed knob stays where it was on that knob (it
+/* A step that moved a fixed knob stays where it was on that knob (it
  * changed nothing, and the chain loses the step). */
 static void fix(const sr_sa *sa, sp_config *c)
 {
-	if (sa->o.fix_knob >= 0)
-		c->v[sa->o.fix_knob] = sa->o.fix_value;
+	for (int i = 0; i < sa->o.nfix && i < SR_MAXFIX; i++)
+		c->v[sa->o.fix_knob[i]] = sa->o.fix_value[i];
 }
 
 int sr_sa_find(sr_sa *sa, sr_score_fn score, void *ctx, const sr_set *exclude, tk_rng *rng,

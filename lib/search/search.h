@@ -48,14 +48,17 @@ double sr_ei(double mu, double sigma, double best);
 
 /* ---- simulated annealing ------------------------------------------------------- */
 
+#define SR_MAXFIX 4
+
 typedef struct sr_sa_opts {
 	int chains;       /* parallel_size: 128 */
 	int iters;        /* n_iter: 500 */
 	int early_stop;   /* 50 */
 	double t_hi, t_lo;/* temperature from 1 to 0 */
 	int persistent;   /* keep the chains between calls: 1 */
-	int fix_knob;     /* -1 (default): none; else every point visited has */
-	int fix_value;    /* candidate fix_value of knob fix_knob */
+	int nfix;         /* 0 (default); else every point visited has */
+	int fix_knob[SR_MAXFIX];  /* candidate fix_value[i] of knob fix_knob[i] */
+	int fix_value[SR_MAXFIX];
 } sr_sa_opts;
 
 void sr_sa_opts_default(sr_sa_opts *o);

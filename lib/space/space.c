@@ -398,6 +398,28 @@ int64_t sp_regtile(const sp_space *s, const sp_config *c, int vlen)
 	return n;
 }
 
+int64_t sp_panel(const sp_space *s, const sp_config *c)
+{
+	int64_t size = 1;
+	int order = 0, packed = 0, restricted = 0;
+	if (s->panel_read < 0)
+		return 0;
+	for (int k = 0; k < s->nknob; k++) {
+		const sp_knob *kn = &s->knob[k];
+		if (kn->role == KR_ORDER)
+			order = kn->cand[c->v[k]] == 2;
+		else if (kn->role == KR_PACK && kn->read == s->panel_read)
+			packed = kn->cand[c->v[k]] == 1;
+		else if (kn->role == KR_TILE && (s->panel_axes >> kn->axis & 1u)) {
+			const int64_t *f = &kn->cand[c->v[k] * kn->nlevel];
+			restricted |= f[0] > 1;
+			for (int l = 1; l < kn->nlevel; l++)
+				size *= f[l];
+		}
+	}
+	return order && packed && restricted && size <= SP_PANEL_MAX_FLOATS ? size : 0;
+}
+
 void sp_limit_regtile(sp_space *s, int vlen, int nreg)
 {
 	s->reg_vlen = vlen;

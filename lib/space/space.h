@@ -134,6 +134,19 @@ int64_t sp_regtile(const sp_space *s, const sp_config *c, int vlen);
 void sp_limit_regtile(sp_space *s, int vlen, int nreg);
 #define SP_REG_TRIES 64
 
+/* ---- the panel of order 2 ----------------------------------------------------
+ * Under order 2 a packed panel read is copied one panel at a time, inside
+ * the outermost blocks: the panel spans, for each axis indexing the read,
+ * the parts after the first of its tile knob (the whole axis without one).
+ * Lowering makes no panel larger than SP_PANEL_MAX_FLOATS (a core's L2),
+ * nor one that no outer part restricts; it copies such a read whole before
+ * the nest instead. sp_panel is the panel's size in floats as lowering
+ * computes it up to the padding of non-dividing splits, 0 when c makes no
+ * panel: not order 2, the panel read not packed, nothing restricted, over
+ * the limit, or no panel read in the space. */
+#define SP_PANEL_MAX_FLOATS (128 << 10)
+int64_t sp_panel(const sp_space *s, const sp_config *c);
+
 /* The naive configuration: every split [E,1,1], order 0, first vec axis, no
  * unroll, no packing: the plain loop nest. */
 void sp_naive(const sp_space *s, sp_config *c);

@@ -6,6 +6,7 @@
  * plan_size records. Random and grid search need no model; model-free
  * annealing runs `batch` chains whose steps are measured.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,12 +109,17 @@ static void anneal_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_re
 typedef struct score_ctx {
 	tn_ctx *C;
 	tn_task *t;
+	int panel;   /* configurations that make no order-2 panel score -FLT_MAX */
 } score_ctx;
 
 static int score(void *p, const sp_config *c, int n, float *out)
 {
 	score_ctx *s = p;
-	return model_predict(s->C, s->t, s->t->model, c, n, out);
+	int rc = model_predict(s->C, s->t, s->t->model, c, n, out);
+	for (int i = 0; !rc && s->panel && i < n; i++)
+		if (!sp_panel(s->t->space, &c[i]))
+			out[i] = -FLT_MAX;
+	return rc;
 }
 
 #define CSA_K 64 /* unmeasured configurations epsilon is estimated on */
@@ -153,6 +159,10 @@ static int context_epsilon(tn_ctx *C, tn_task *t)
  * knob held fixed), in place of its lowest-ranked entries; so tiles are
  * still chosen by the model, and the model then learns each order from its
  * own good points. Ansor keeps a population per sketch for the same reason.
+ * Order 2 is only itself with its weight packed in panels (sp_panel): its
+ * slots go to configurations that pack the panel read, in panels that fit
+ * (without that, the model's favourite tiles from the other orders make
+ * panels too large to be panels, and order 2 is tried as a copy of order 0).
  */
 #define ORDER_MAX 8 /* values of the order knob covered (the templates have 3) */
 
@@ -173,7 +183,16 @@ static int in_plan(const tn_task *t, const sp_config *c, int n)
 	return 0;
 }
 
-static int cover_orders(tn_ctx *C, tn_task *t, score_ctx *s)
+/* The knob of the panel read's packing, -1 if none. */
+static int panel_pack_knob(const sp_space *sp)
+{
+	for (int k = 0; sp->panel_read >= 0 && k < sp->nknob; k++)
+		if (sp->knob[k].role == KR_PACK && sp->knob[k].read == sp->panel_read)
+			return k;
+	return -1;
+}
+
+static int cover_orders(tn_ctx *C, tn_task *t)
 {
 	int k = order_knob(t->space), rc = TK_OK;
 	int usable = t->nplan - (int)(t->epsilon * C->o->plan_size);
@@ -195,23 +214,35 @@ static int cover_orders(tn_ctx *C, tn_task *t, score_ctx *s)
 		lacking[v] = need[v] > 0;
 	}
 	sp_config *cand = malloc(sizeof *cand * (size_t)(slots + usable));
-	if (!cand)
+	float *sc = malloc(sizeof *sc * (size_t)(slots + usable));
+	int pk = panel_pack_knob(t->space);
+	if (!cand || !sc) {
+		free(cand);
+		free(sc);
 		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
 	for (int v = 0; v < nv && !rc; v++) {
 		if (need[v] <= 0)
 			continue;
 		sr_sa_opts o = C->o->sa;
 		sr_sa *sa;
+		score_ctx s = { C, t, 0 };
 		int got = 0;
 		o.persistent = 0;
-		o.fix_knob = k;
-		o.fix_value = v;
+		o.nfix = 1;
+		o.fix_knob[0] = k;
+		o.fix_value[0] = v;
+		if (t->space->knob[k].cand[v] == 2 && pk >= 0) {
+			o.fix_knob[o.nfix] = pk;
+			o.fix_value[o.nfix++] = 1; /* pack_W=1 */
+			s.panel = 1;
+		}
 		if ((rc = sr_sa_new(t->space, &o, &sa)))
 			break;
-		rc = sr_sa_find(sa, score, s, &t->visited, &t->rng, need[v] + usable, cand, NULL, &got);
+		rc = sr_sa_find(sa, score, &s, &t->visited, &t->rng, need[v] + usable, cand, sc, &got);
 		sr_sa_free(sa);
 		for (int j = 0; j < got && need[v] > 0 && !rc; j++) {
-			if (in_plan(t, &cand[j], usable))
+			if (sc[j] == -FLT_MAX || in_plan(t, &cand[j], usable))
 				continue;
 			/* the lowest-ranked entry whose order is not one being covered */
 			int at = keep_from - 1;
@@ -225,6 +256,7 @@ static int cover_orders(tn_ctx *C, tn_task *t, score_ctx *s)
 		}
 	}
 	free(cand);
+	free(sc);
 	return rc;
 }
 
@@ -249,7 +281,7 @@ static int replan(tn_ctx *C, tn_task *t)
 	float *sc = malloc(sizeof *sc * (size_t)want);
 	int *pick = malloc(sizeof *pick * (size_t)plan);
 	int got = 0;
-	score_ctx s = { C, t };
+	score_ctx s = { C, t, 0 };
 	if (!cand || !sc || !pick) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
@@ -275,7 +307,7 @@ static int replan(tn_ctx *C, tn_task *t)
 	}
 	t->plan_pt = 0;
 	t->fits++;
-	rc = cover_orders(C, t, &s);
+	rc = cover_orders(C, t);
 done:
 	free(cand);
 	free(sc);

@@ -275,6 +275,24 @@ TEST(test_whole_tiles)
  * buffer per thread), with fused outer loops (batch_matmul's b and j), and
  * where the panel would be too large for the stack, the copy is made whole
  * before the nest. */
+/* sp_panel of config c of task t, -1 if either does not parse */
+static int64_t panel_of(const char *t, const char *c)
+{
+	te_prog *p;
+	sp_space *s;
+	sp_config cfg;
+	int64_t n = -1;
+	if (te_task_parse(t, &p))
+		return -1;
+	if (!sp_space_create(p, &s)) {
+		if (!sp_parse(s, c, &cfg))
+			n = sp_panel(s, &cfg);
+		sp_space_free(s);
+	}
+	te_prog_free(p);
+	return n;
+}
+
 TEST(test_panels)
 {
 	const char *t = "dense:m=70,n=44,k=9";
@@ -289,6 +307,15 @@ TEST(test_panels)
 	CHECK_EQ_INT(count_lines(t, kc, 1, "buffer work B"), 0);
 	CHECK_EQ_INT(count_lines(t, all_k, 1, "alloc B_p0_1[2, 9, 8]"), 1);
 	CHECK_EQ_INT(count_lines(t, lanes, 1, "alloc B_p0_1[2, 3, 8]"), 1);
+	/* the space knows the panel lowering makes */
+	CHECK_EQ_INT(panel_of(t, kc), 2 * 3 * 8);
+	CHECK_EQ_INT(panel_of(t, all_k), 2 * 9 * 8);
+	CHECK_EQ_INT(panel_of(t, "tile_i=3x4x6;tile_j=3x2x8;tile_r=3x3;order=0;vec=j;unroll=0;"
+	                         "unroll_explicit=0;pack_A=1;pack_B=1"), 0);
+	CHECK_EQ_INT(panel_of(t, "tile_i=3x4x6;tile_j=3x2x8;tile_r=3x3;order=2;vec=j;unroll=0;"
+	                         "unroll_explicit=0;pack_A=1;pack_B=0"), 0);
+	CHECK_EQ_INT(panel_of(t, "tile_i=3x4x6;tile_j=1x11x4;tile_r=1x9;order=2;vec=j;unroll=0;"
+	                         "unroll_explicit=0;pack_A=1;pack_B=1"), 0); /* restricts nothing */
 	for (const char *const *c = (const char *const[]){ kc, all_k, lanes, NULL }; *c; c++) {
 		check_configs(t, *c, 0, "native");
 		check_configs(t, *c, 0, "cpu:threads=2");
@@ -306,10 +333,14 @@ TEST(test_panels)
 	CHECK_EQ_INT(count_lines(conv, c2, 1, "buffer work I_p0_0"), 1);
 	CHECK_EQ_INT(count_lines(conv, c2, 1, "alloc W_p0_1"), 1);
 	check_configs(conv, c2, 0, "native");
+	CHECK_EQ_INT(panel_of(conv, c2), 1 * 1 * 3 * 3 * 4 * 8); /* fo, rco outside */
 	/* 1024 x 512 floats: too large for a stack panel */
 	CHECK_EQ_INT(count_lines("dense:m=64,n=1024,k=1024", "tile_i=2x1x32;tile_j=2x32x16;"
 	                         "tile_r=1x1024;order=2;vec=j;unroll=0;unroll_explicit=0;"
 	                         "pack_A=0;pack_B=1", 1, "buffer work B_p0_1"), 1);
+	CHECK_EQ_INT(panel_of("dense:m=64,n=1024,k=1024", "tile_i=2x1x32;tile_j=2x32x16;"
+	                      "tile_r=1x1024;order=2;vec=j;unroll=0;unroll_explicit=0;"
+	                      "pack_A=0;pack_B=1"), 0);
 }
 
 TEST(test_winograd)

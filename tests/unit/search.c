@@ -134,8 +134,9 @@ TEST(test_sa_holds_a_fixed_knob)
 	tk_rng_seed(&rng, 5, 0);
 	sr_sa_opts o;
 	sr_sa_opts_default(&o);
-	o.fix_knob = k;
-	o.fix_value = 2;
+	o.nfix = 1;
+	o.fix_knob[0] = k;
+	o.fix_value[0] = 2;
 	sr_sa *sa;
 	CHECK_EQ_INT(sr_sa_new(space, &o, &sa), TK_OK);
 	sp_sample(space, &rng, &target);
