@@ -203,19 +203,20 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	int keep_from = usable;
 	if (nv > ORDER_MAX)
 		return TK_OK;
+	int pk = panel_pack_knob(t->space);
 	for (int v = 0; v < nv; v++) {
-		int have = 0, planned = 0;
+		/* order 2 counts only where it makes panels */
+		int have = 0, planned = 0, panels = t->space->knob[k].cand[v] == 2 && pk >= 0;
 		for (int i = 0; i < t->nx; i++)
-			have += t->xc[i].v[k] == v;
+			have += t->xc[i].v[k] == v && (!panels || sp_panel(t->space, &t->xc[i]));
 		for (int i = 0; i < usable; i++)
-			planned += t->plan[i].v[k] == v;
+			planned += t->plan[i].v[k] == v && (!panels || sp_panel(t->space, &t->plan[i]));
 		need[v] = C->o->cover - have;
 		need[v] = (need[v] < slots ? need[v] : slots) - planned;
 		lacking[v] = need[v] > 0;
 	}
 	sp_config *cand = malloc(sizeof *cand * (size_t)(slots + usable));
 	float *sc = malloc(sizeof *sc * (size_t)(slots + usable));
-	int pk = panel_pack_knob(t->space);
 	if (!cand || !sc) {
 		free(cand);
 		free(sc);
