@@ -8,8 +8,9 @@
  *               acceptance under a temperature falling from t_hi to t_lo,
  *               keeping the best `num` distinct unvisited points seen, early
  *               stop when the best set has not changed for early_stop steps,
- *               chains persisting between calls; optionally one knob held
- *               at one value (the tuner covering each loop order);
+ *               chains persisting between calls; optionally up to
+ *               SR_MAXFIX knobs held at one value each (the tuner covering
+ *               each loop order);
  *   sr_diverse  AutoTVM's submodular pick: from ranked candidates choose k
  *               that cover the most distinct knob values (diversity-aware
  *               selection).

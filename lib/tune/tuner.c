@@ -192,6 +192,16 @@ static int panel_pack_knob(const sp_space *sp)
 	return -1;
 }
 
+/* How many of c[0..n) have order value v of knob k (and, with panels, make
+ * an order-2 panel). */
+static int count_order(const sp_space *sp, const sp_config *c, int n, int k, int v, int panels)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		m += c[i].v[k] == v && (!panels || sp_panel(sp, &c[i]));
+	return m;
+}
+
 static int cover_orders(tn_ctx *C, tn_task *t)
 {
 	int k = order_knob(t->space), rc = TK_OK;
@@ -200,19 +210,16 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	if (k < 0 || C->o->cover <= 0 || usable <= 0)
 		return TK_OK;
 	int nv = t->space->knob[k].n, need[ORDER_MAX] = { 0 }, lacking[ORDER_MAX] = { 0 };
-	int keep_from = usable;
+	int panels[ORDER_MAX] = { 0 }, keep_from = usable;
 	if (nv > ORDER_MAX)
 		return TK_OK;
 	int pk = panel_pack_knob(t->space);
 	for (int v = 0; v < nv; v++) {
 		/* order 2 counts only where it makes panels */
-		int have = 0, planned = 0, panels = t->space->knob[k].cand[v] == 2 && pk >= 0;
-		for (int i = 0; i < t->nx; i++)
-			have += t->xc[i].v[k] == v && (!panels || sp_panel(t->space, &t->xc[i]));
-		for (int i = 0; i < usable; i++)
-			planned += t->plan[i].v[k] == v && (!panels || sp_panel(t->space, &t->plan[i]));
-		need[v] = C->o->cover - have;
-		need[v] = (need[v] < slots ? need[v] : slots) - planned;
+		panels[v] = t->space->knob[k].cand[v] == 2 && pk >= 0;
+		need[v] = C->o->cover - count_order(t->space, t->xc, t->nx, k, v, panels[v]);
+		need[v] = (need[v] < slots ? need[v] : slots) -
+		          count_order(t->space, t->plan, usable, k, v, panels[v]);
 		lacking[v] = need[v] > 0;
 	}
 	sp_config *cand = malloc(sizeof *cand * (size_t)(slots + usable));
@@ -233,9 +240,9 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 		o.nfix = 1;
 		o.fix_knob[0] = k;
 		o.fix_value[0] = v;
-		if (t->space->knob[k].cand[v] == 2 && pk >= 0) {
+		if (panels[v]) {
 			o.fix_knob[o.nfix] = pk;
-			o.fix_value[o.nfix++] = 1; /* pack_W=1 */
+			o.fix_value[o.nfix++] = 1; /* candidate 1 of the pack knob {0, 1}: packed */
 			s.panel = 1;
 		}
 		if ((rc = sr_sa_new(t->space, &o, &sa)))
