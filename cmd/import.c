@@ -20,7 +20,7 @@ static const char *const usage[] = {
 	"autotvm: AutoTVM logs (JSON lines, version 0.2); records of tunekit's own templates\n"
 	"(tunekit.OP, as 'tunekit export --autotvm' writes them) become records again; records\n"
 	"of other templates and malformed lines are kept as foreign records with the reason.\n"
-	"Records already imported are skipped, so importing a file twice adds nothing. Prints\n"
+	"A FILE of - is standard input (once per command). Records already imported are skipped, so importing a file twice adds nothing. Prints\n"
 	"one summary line per file.",
 };
 
@@ -90,6 +90,9 @@ int cmd_import(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "no file to import");
 	if (!kt && o.hardware)
 		return tk_fail(ctx, TK_EINVAL, "--hardware applies to kernel-tuner files only");
+	for (int i = 1, nstdin = 0; i < argc; i++)
+		if (!strcmp(argv[i], "-") && ++nstdin > 1)
+			return tk_fail(ctx, TK_EINVAL, "standard input (-) can be imported once per command");
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;
 	for (int i = 1; i < argc; i++) {

@@ -119,6 +119,18 @@ test_expect_success 'AutoTVM logs: foreign templates and malformed lines are kep
 	test "$(sql "SELECT count(*) FROM foreign_record")" -eq 3
 '
 
+test_expect_success 'import reads - as standard input, once per command' '
+	tunekit import autotvm - <foreign.log >out &&
+	grep -q "^-: 0 new records, 4 duplicates, 0 foreign$" out &&
+	rm -f "$TUNEKIT_DB" "$TUNEKIT_DB-wal" "$TUNEKIT_DB-shm" &&
+	tunekit import kernel-tuner - <"$KT/convolution_A100.json.gz" >out &&
+	grep -q "^-: task kt:convolution_kernel:4096x4096 on kt:NVIDIA A100-PCIE-40GB: 4362 records (161 invalid)" out &&
+	gzip -dc "$KT/convolution_A100.json.gz" | tunekit import kernel-tuner - >out &&
+	grep -q ": 0 new records (0 invalid), space 10240 configurations, 4362 duplicates" out &&
+	test_expect_code 2 tunekit import autotvm - - <foreign.log 2>err &&
+	grep -q "once per command" err
+'
+
 test_expect_success 'the man page documents the options of --help' '
 	tunekit import --help >help &&
 	sed "/^common options:/,\$d" help | grep -o -- "--[a-z][a-z-]*" | sort -u >opts &&

@@ -517,7 +517,9 @@ int autotvm_import(tk_store *s, const char *path, const char *argv, autotvm_stat
 	memset(&im, 0, sizeof im);
 	if (out)
 		memset(out, 0, sizeof *out);
-	if (!(f = fopen(path, "r")))
+	if (!strcmp(path, "-"))
+		f = stdin, path = "stdin";
+	else if (!(f = fopen(path, "r")))
 		return tk_seterr(TK_EIO, "%s: %s", path, strerror(errno));
 	im.s = s;
 	im.path = path;
@@ -553,7 +555,8 @@ int autotvm_import(tk_store *s, const char *path, const char *argv, autotvm_stat
 			tk_seterr(rc, "%s", why);
 	}
 	free(line);
-	fclose(f);
+	if (f != stdin)
+		fclose(f);
 	import_free(&im);
 	if (rc == TK_OK && out)
 		*out = st;

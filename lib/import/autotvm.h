@@ -23,7 +23,8 @@ typedef struct autotvm_stats {
 	int64_t lines, records, duplicates, foreign, malformed;
 } autotvm_stats;
 
-/* Import log file path into the store (one run, method import/autotvm).
+/* Import log file path ("-": standard input, named "stdin" in
+ * messages) into the store (one run, method import/autotvm).
  * Malformed lines are counted and kept as foreign records with the reason;
  * the call fails (TK_EINVAL, "FILE:LINE: reason") only if the file is not
  * an AutoTVM log at all. Importing the same file twice adds nothing. */

@@ -63,7 +63,10 @@ static int load_json(const char *path, json_t **out)
 	int fd, errnum, rc = TK_OK;
 
 	*out = NULL;
-	if ((fd = open(path, O_RDONLY)) < 0)
+	if (!strcmp(path, "-")) {
+		if ((fd = dup(STDIN_FILENO)) < 0)
+			return tk_seterr(TK_EIO, "stdin: %s", strerror(errno));
+	} else if ((fd = open(path, O_RDONLY)) < 0)
 		return tk_seterr(TK_EIO, "%s: %s", path, strerror(errno));
 	if (!(g.gz = gzdopen(fd, "rb"))) {
 		close(fd);

@@ -42,7 +42,7 @@ typedef struct kt_stats {
 	double flops;         /* the task's FLOPs (0: unknown) */
 } kt_stats;
 
-/* Import the cache file at path. hardware names the device (NULL: the
+/* Import the cache file at path ("-": standard input). hardware names the device (NULL: the
  * file's device_name; a file whose device_name is empty needs it). argv is
  * the command line kept with the run. On success *st describes what was
  * done (st may be NULL). Errors: TK_EIO if the file cannot be read,
