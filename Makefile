@@ -3,6 +3,7 @@
 #   make            build ./tunekit
 #   make deps       install the Debian packages tunekit needs (as root)
 #   make test       unit tests (tests/unit) and command-line tests (tests/t*.sh)
+#   make check-asan the same tests on a build with AddressSanitizer and UBSan
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make bench      benchmarks (not in CI)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
@@ -16,6 +17,10 @@ BUILD ?= build
 
 CC ?= cc
 CFLAGS ?= -O2 -g
+# SANITIZE: compiler and linker flags of an instrumented build (check-asan).
+SANITIZE ?=
+CFLAGS += $(SANITIZE)
+LDFLAGS += $(SANITIZE)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -MMD -MP
 CPPFLAGS += -Ilib
 
@@ -40,11 +45,16 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/ne
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-CMDS := $(patsubst cmd/%.c,%,$(filter-out cmd/main.c cmd/opts.c,$(CMD_SRC)))
+FUZZERS := $(filter-out replay,$(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c)))
+REPLAY_BIN := $(FUZZERS:%=$(BUILD)/fuzz-replay/%)
+CMDS := $(patsubst cmd/%.c,%,$(filter-out cmd/main.c cmd/common.c,$(CMD_SRC)))
 
-all: tunekit
+# The binary; check-asan builds its own under $(BUILD).
+BIN ?= tunekit
 
-tunekit: $(CMD_OBJ) $(BUILD)/libtunekit.a
+all: $(BIN)
+
+$(BIN): $(CMD_OBJ) $(BUILD)/libtunekit.a
 	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libtunekit.a $(LDLIBS)
 
 $(BUILD)/libtunekit.a: $(LIB_OBJ)
@@ -84,14 +94,52 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
 
+# Each fuzz harness built with the ordinary compiler and a main that feeds
+# it files: make test replays the corpora (seeds and past crash inputs).
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay.c $(BUILD)/libtunekit.a $(LDLIBS)
+
 deps:
 	apt-get update -qq
 	apt-get install -y --no-install-recommends $(DEBIAN_PACKAGES)
 
-test: tunekit $(UNIT_BIN)
+test: $(BIN) $(UNIT_BIN) $(REPLAY_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@set -e; for f in $(FUZZERS); do echo "== fuzz corpus $$f"; $(BUILD)/fuzz-replay/$$f tests/fuzz/corpus/$$f/*; done
 	@for m in man/*.1; do mandoc -Tlint -W warning $$m || exit 1; done
-	@cd tests && ./run-all.sh
+	@cd tests && TUNEKIT_BIN=$(abspath $(BIN)) ./run-all.sh
+
+# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Reports go to files (a test that expects a failing exit status would hide
+# one), and any report fails the target. Signals stay the kernels' own: a
+# planted crash must still be classified as a crash, not as an ASan exit.
+ASAN_BUILD = $(BUILD)/asan
+ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+check-asan:
+	rm -rf $(ASAN_BUILD)/reports && mkdir -p $(ASAN_BUILD)/reports
+	ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:allocator_may_return_null=1:detect_leaks=1:log_path=$(abspath $(ASAN_BUILD))/reports/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(abspath $(ASAN_BUILD))/reports/ubsan \
+	LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	$(MAKE) BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tunekit SANITIZE='$(ASAN_FLAGS)' test
+	@if ls $(ASAN_BUILD)/reports | grep -q .; then \
+		for f in $(ASAN_BUILD)/reports/*; do echo "== $$f"; head -40 $$f; done; \
+		echo "check-asan: $$(ls $(ASAN_BUILD)/reports | wc -l) sanitizer report(s)"; exit 1; \
+	else echo "check-asan: no sanitizer reports"; fi
+
+# libFuzzer (clang) on each harness of tests/fuzz for FUZZ_S seconds, the
+# library instrumented with ASan and UBSan; prints executions and crashes
+# per harness. Not in CI: `make test` replays the corpora instead.
+FUZZ_S ?= 60
+FUZZ_BUILD = $(BUILD)/fuzz
+FUZZ_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang SANITIZE='$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link' $(FUZZ_BUILD)/libtunekit.a
+	set -e; for f in $(FUZZERS); do \
+		clang $(CPPFLAGS) -O1 -g $(FUZZ_FLAGS) -fsanitize=fuzzer -o $(FUZZ_BUILD)/fuzz-$$f \
+			tests/fuzz/$$f.c $(FUZZ_BUILD)/libtunekit.a $(LDLIBS); \
+	done
+	sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) $(FUZZERS)
 
 # The main job on a built-in default: a GEMM and a ResNet-18 convolution,
 # the naive loop nest against the best of random configurations.
@@ -152,6 +200,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test demo bench bench-adatune bench-kernels bench-deps install uninstall clean
+.PHONY: all deps test check-asan fuzz demo bench bench-adatune bench-kernels bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

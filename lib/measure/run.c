@@ -323,13 +323,16 @@ static void child_main(int wfd, pid_t parent, const char *so_path, const tk_targ
 		dup2(null, 1);
 		close(null);
 	}
-	if (t->threads == 1) {
+	if (t->threads == 1)
 		pin_last_cpu();
-	} else {
-		char n[16];
-		snprintf(n, sizeof n, "%d", t->threads);
-		setenv("OMP_NUM_THREADS", n, 1);
-	}
+	char n[16];
+	snprintf(n, sizeof n, "%d", t->threads);
+	setenv("OMP_NUM_THREADS", n, 1);
+	/* libgomp reads OMP_NUM_THREADS once, when it is loaded: where this
+	 * process has it already (libxgboost links it), set the count itself. */
+	void (*omp_set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	if (omp_set)
+		omp_set(t->threads);
 
 	run_result r;
 	memset(&r, 0, sizeof r);
