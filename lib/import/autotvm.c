@@ -156,10 +156,10 @@ static int get_task(at_import *im, const char *op, json_t *args, at_task **out)
 	size_t i;
 	int rc = TK_OK;
 
-	tk_sb_init(&sb);
-	tk_sb_printf(&sb, "%s:", op);
 	if (!json_is_array(args))
 		return tk_seterr(TK_EINVAL, "args is not a list of [name, value]");
+	tk_sb_init(&sb);
+	tk_sb_printf(&sb, "%s:", op);
 	json_array_foreach(args, i, a) {
 		const char *name = json_string_value(json_array_get(a, 0));
 		json_t *v = json_array_get(a, 1);
