@@ -151,7 +151,11 @@ int cmd_cache(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv, json)", o.format);
 	if ((rc = cache_limit(ctx, &max)))
 		return rc;
-	const char *dir = o.cache_dir && *o.cache_dir ? o.cache_dir : build_default_cache();
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", o.cache_dir && *o.cache_dir ? o.cache_dir
+	                                                            : build_default_cache());
+	for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/';)
+		dir[--l] = 0;
 	if (!strcmp(what, "info")) {
 		if (o.all || o.max_size)
 			return tk_fail(ctx, TK_EINVAL, "--all and --max-size are options of clean");

@@ -71,11 +71,11 @@ const char *build_default_cache(void)
 }
 
 /* mkdir -p, creating what is missing with mode 0700. Returns TK_OK or TK_EIO. */
-static int mkdir_p(const char *dir)
+static int mkdir_p(const char *dir, const char *what)
 {
 	char p[4096];
 	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
-		return tk_seterr(TK_EIO, "cache directory name too long");
+		return tk_seterr(TK_EIO, "%s name too long", what);
 	for (char *s = p + 1;; s++) {
 		if (*s == '/' || !*s) {
 			char c = *s;
@@ -90,26 +90,32 @@ static int mkdir_p(const char *dir)
 	return TK_OK;
 }
 
-int build_cache_prepare(const char *dir)
+int build_private_dir(const char *path, const char *what)
 {
-	assert(dir);
+	assert(path && what);
 	struct stat st, st2;
-	int rc = mkdir_p(dir);
+	char dir[4096];
+	/* Without its trailing slashes: lstat("link/") would follow the link. */
+	if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+		return tk_seterr(TK_EIO, "%s name too long", what);
+	for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/';)
+		dir[--l] = 0;
+	int rc = mkdir_p(dir, what);
 	if (rc)
 		return rc;
 	if (lstat(dir, &st) < 0)
-		return tk_seterr(TK_EIO, "cannot use cache directory %s: %s", dir, strerror(errno));
+		return tk_seterr(TK_EIO, "cannot use %s %s: %s", what, dir, strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		return tk_seterr(TK_EIO, "cache directory %s is a symbolic link: refusing it "
-		                 "(give the real directory)", dir);
+		return tk_seterr(TK_EIO, "%s %s is a symbolic link: refusing it "
+		                 "(give the real directory)", what, dir);
 	if (!S_ISDIR(st.st_mode))
-		return tk_seterr(TK_EIO, "cache directory %s is not a directory", dir);
+		return tk_seterr(TK_EIO, "%s %s is not a directory", what, dir);
 	if (st.st_uid != geteuid())
-		return tk_seterr(TK_EIO, "cache directory %s belongs to uid %u, not to you (uid %u): "
-		                 "refusing it", dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		return tk_seterr(TK_EIO, "%s %s belongs to uid %u, not to you (uid %u): "
+		                 "refusing it", what, dir, (unsigned)st.st_uid, (unsigned)geteuid());
 	if (st.st_mode & 022)
-		return tk_seterr(TK_EIO, "cache directory %s is writable by others (mode %03o): "
-		                 "refusing it; remove it or make it private (chmod 700)", dir,
+		return tk_seterr(TK_EIO, "%s %s is writable by others (mode %03o): "
+		                 "refusing it; remove it or make it private (chmod 700)", what, dir,
 		                 (unsigned)(st.st_mode & 0777));
 	/* The parent: others who may write there could rename the cache away and
 	 * put theirs in its place, unless the sticky bit stops them. */
@@ -121,8 +127,8 @@ int build_cache_prepare(const char *dir)
 	else
 		slash[slash == parent] = 0;
 	if (stat(parent, &st2) == 0 && (st2.st_mode & 002) && !(st2.st_mode & S_ISVTX))
-		return tk_seterr(TK_EIO, "cache directory %s is in %s, which anyone may write to: "
-		                 "refusing it", dir, parent);
+		return tk_seterr(TK_EIO, "%s %s is in %s, which anyone may write to: "
+		                 "refusing it", what, dir, parent);
 	if (st.st_mode & 077) {
 		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino ||
@@ -130,12 +136,17 @@ int build_cache_prepare(const char *dir)
 			int e = errno;
 			if (fd >= 0)
 				close(fd);
-			return tk_seterr(TK_EIO, "cannot make cache directory %s private: %s", dir,
+			return tk_seterr(TK_EIO, "cannot make %s %s private: %s", what, dir,
 			                 strerror(e));
 		}
 		close(fd);
 	}
 	return TK_OK;
+}
+
+int build_cache_prepare(const char *dir)
+{
+	return build_private_dir(dir, "cache directory");
 }
 
 /* The cache key of src built for t: BUILD_KEYLEN hex digits. */

@@ -62,11 +62,16 @@ typedef struct build_opts {
 const char *build_default_cache(void);
 
 /* Create dir if needed (missing parents too, mode 0700) and check that it
- * is fit to be the cache: a directory, not a symbolic link, owned by the
+ * is private to the user: a directory, not a symbolic link, owned by the
  * effective user, not writable by group or others, in a parent that others
  * cannot rename it in (not writable by others, or sticky). A private-enough
  * directory that others may read or search is made 0700. Returns TK_OK, or
- * TK_EIO with the reason. */
+ * TK_EIO with the reason, which names the directory as `what` ("cache
+ * directory"). */
+int build_private_dir(const char *dir, const char *what);
+
+/* build_private_dir(dir, "cache directory"): check dir is fit to be the
+ * cache. */
 int build_cache_prepare(const char *dir);
 
 /* Build n jobs with at most o->njobs compilers running at once. Prepares the

@@ -2,7 +2,6 @@
  * measure: build a batch in parallel, run it sequentially under the
  * measurement lock (see measure.h).
  */
-#define _GNU_SOURCE /* getloadavg */
 #include "measure.h"
 
 #include <stdio.h>
@@ -107,8 +106,6 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	build_job *jobs = calloc((size_t)n, sizeof *jobs);
 	int *slot = calloc((size_t)n, sizeof *slot);
 	run_lock *lock = NULL;
-	for (int i = 0; i < n; i++)
-		out[i].loadavg = -1;
 	for (int i = 0; jobs && i < n; i++)
 		jobs[i].fd = -1;
 	if (!k || !jobs || !slot) {
@@ -153,14 +150,10 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	int nrun = 0;
 	for (int i = 0; i < nj; i++)
 		nrun += jobs[i].status == BUILD_OK;
-	double load = -1;
-	if (nrun > 0) {
-		if (lock && (rc = run_lock_acquire(lock, o->wait, o->wait_ctx)))
+	if (nrun > 0 && lock) {
+		if ((rc = run_lock_acquire(lock, o->wait, o->wait_ctx)))
 			goto done;
 		t0 = tk_now(); /* the wait is not run time */
-		double la[1];
-		if (getloadavg(la, 1) == 1)
-			load = la[0];
 	}
 	for (int i = 0, ran = 0; i < n; i++) {
 		ms_result *r = &out[i];
@@ -177,7 +170,6 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 			continue;
 		}
 		progress(o, "run", ran++, nj);
-		r->loadavg = load;
 		if ((rc = run_kernel(j, tg, &t->io, &o->run, &r->run)))
 			goto done;
 		r->error = r->run.error;

@@ -555,9 +555,9 @@ int run_lock_default(char *path, size_t n)
 		snprintf(dir, sizeof dir, "%s/tunekit", e);
 	else
 		snprintf(dir, sizeof dir, "/tmp/tunekit-%u", (unsigned)geteuid());
-	int rc = build_cache_prepare(dir);
+	int rc = build_private_dir(dir, "measurement lock directory");
 	if (rc)
-		return tk_seterr(rc, "measurement lock: %s", tk_errmsg());
+		return rc;
 	if ((size_t)snprintf(path, n, "%s/measure.lock", dir) >= n)
 		return tk_seterr(TK_EIO, "measurement lock: path too long");
 	return TK_OK;

@@ -107,7 +107,7 @@ typedef struct run_lock run_lock;
 /* The default lock file, written to path[n]: $XDG_RUNTIME_DIR/tunekit/
  * measure.lock when XDG_RUNTIME_DIR is an absolute path, else
  * /tmp/tunekit-<uid>/measure.lock; the directory is created (0700) and must
- * pass the checks of build_cache_prepare. TK_OK, or TK_EIO with the reason. */
+ * be private (build_private_dir). TK_OK, or TK_EIO with the reason. */
 int run_lock_default(char *path, size_t n);
 
 /* Open (creating it if needed, never through a symbolic link) the lock file

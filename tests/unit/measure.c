@@ -379,6 +379,10 @@ TEST(test_cache_dir)
 	CHECK_EQ_INT(symlink(sub, link), 0);
 	CHECK_EQ_INT(build_cache_prepare(link), TK_EIO);
 	CHECK(strstr(tk_errmsg(), "symbolic link") != NULL);
+	char slash[256];
+	snprintf(slash, sizeof slash, "%s//", link);
+	CHECK_EQ_INT(build_cache_prepare(slash), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "symbolic link") != NULL);
 	memset(&job, 0, sizeof job);
 	job.src = k_good;
 	CHECK_EQ_INT(build_in(&native, link, &job, 1, 1, 30), TK_EIO);
@@ -1075,6 +1079,8 @@ TEST(test_run_lock)
 	CHECK(lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700);
 	CHECK_EQ_INT(chmod(path, 0777), 0);
 	CHECK_EQ_INT(run_lock_default(def, sizeof def), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "measurement lock directory") != NULL);
+	CHECK(strstr(tk_errmsg(), "writable by others") != NULL);
 	CHECK_EQ_INT(chmod(path, 0700), 0);
 	if (old)
 		setenv("XDG_RUNTIME_DIR", old, 1);
