@@ -89,6 +89,34 @@ test_expect_success 'an interrupt while waiting for the lock exits 130 and recor
 	test "$(sqlite3 int.db "SELECT COUNT(*) FROM measurement")" -eq 0
 '
 
+# Each measurement keeps the load average per CPU seen before its timed runs
+# (NULL when unknown), and report best flags the records timed on a busy
+# machine (load above 1 per CPU).
+test_expect_success 'measurements record the load; report best flags busy ones' '
+	tunekit measure -q --measure-lock "$L" --db load.db --task $TASK --naive >out &&
+	if awk "{ exit !(\$1 > 0.05) }" /proc/loadavg; then
+		test "$(sqlite3 load.db "SELECT COUNT(*) FROM measurement WHERE load > 0")" -eq 1
+	fi &&
+	sqlite3 load.db "UPDATE measurement SET load = 3.5" &&
+	tunekit report --db load.db best >best &&
+	test "$(tsv_col best busy)" = 1 &&
+	sqlite3 load.db "UPDATE measurement SET load = 0.4" &&
+	tunekit report --db load.db best >best &&
+	test "$(tsv_col best busy)" = 0 &&
+	sqlite3 load.db "UPDATE measurement SET load = NULL" &&
+	tunekit report --db load.db best >best &&
+	test -z "$(tsv_col best busy)" && test "$(tsv_col best task)" = "dense:k=8,m=8,n=8"
+'
+
+test_expect_success 'a version-2 store gains the load column when next written' '
+	tunekit measure -q --measure-lock "$L" --db v2.db --task $TASK --naive >/dev/null &&
+	sqlite3 v2.db "ALTER TABLE measurement DROP COLUMN load; PRAGMA user_version = 2" &&
+	tunekit measure -q --measure-lock "$L" --db v2.db --task $TASK --naive >/dev/null &&
+	test "$(sqlite3 v2.db "PRAGMA user_version")" -eq 3 &&
+	test "$(sqlite3 v2.db "SELECT COUNT(*) FROM measurement WHERE load IS NULL AND id = 1")" -eq 1 &&
+	tunekit report --db v2.db best >best && test $(tsv_count best) -eq 1
+'
+
 test_expect_success 'a lock path that cannot be a lock is an error' '
 	mkdir lockdir &&
 	test_expect_code 1 tunekit measure -q --measure-lock lockdir --task $TASK --naive >out 2>err &&

@@ -2,11 +2,13 @@
  * measure: build a batch in parallel, run it sequentially under the
  * measurement lock (see measure.h).
  */
+#define _GNU_SOURCE /* getloadavg */
 #include "measure.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/kernel.h"
 #include "task/ref.h"
@@ -155,6 +157,10 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 			goto done;
 		t0 = tk_now(); /* the wait is not run time */
 	}
+	double la[1], load = 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nrun > 0 && getloadavg(la, 1) == 1 && ncpu > 0)
+		load = la[0] / (double)ncpu;
 	for (int i = 0, ran = 0; i < n; i++) {
 		ms_result *r = &out[i];
 		if (slot[i] < 0)
@@ -170,6 +176,7 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 			continue;
 		}
 		progress(o, "run", ran++, nj);
+		r->load = load;
 		if ((rc = run_kernel(j, tg, &t->io, &o->run, &r->run)))
 			goto done;
 		r->error = r->run.error;

@@ -75,6 +75,8 @@ typedef struct ms_result {
 	double compile_s;       /* 0 when the build was cached */
 	int cached;
 	run_result run;         /* times when error == MEAS_OK */
+	double load;            /* 1-minute load average per online CPU just before
+	                           the batch's timed runs; 0 if unknown or not run */
 	double at;              /* when measured, Unix seconds; 0 = now. Replayed
 	                           results carry the simulated time */
 } ms_result;
