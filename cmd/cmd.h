@@ -58,7 +58,7 @@ typedef struct common_opts {
  * fields start unset (ms_cli_init) and then applied over the command's own
  * starting point, so that a resumed tuning run keeps what it stored. */
 typedef struct ms_cli {
-	const char *cache_dir, *evaluator;
+	const char *cache_dir, *evaluator, *measure_lock;
 	int64_t number, repeat, warmup, microbatch;  /* INT64_MIN: unset */
 	double min_repeat_ms, timeout, build_timeout, cv; /* NAN: unset */
 	int flush;
@@ -75,13 +75,16 @@ typedef struct ms_cli {
 	{ OPT_INT, "microbatch", 0, &(m).microbatch, "N", "adaptive: calls per micro-batch (50)" }, \
 	{ OPT_DOUBLE, "timeout", 0, &(m).timeout, "S", "limit of one kernel run in seconds (default 10)" }, \
 	{ OPT_DOUBLE, "build-timeout", 0, &(m).build_timeout, "S", "limit of one compilation in seconds" }, \
-	{ OPT_STRING, "cache-dir", 0, &(m).cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" }
+	{ OPT_STRING, "cache-dir", 0, &(m).cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" }, \
+	{ OPT_STRING, "measure-lock", 0, &(m).measure_lock, "PATH", "time kernels holding this lock file, or none (default: one per user)" }
 
 struct ms_opts;
 struct tk_ctx;
 void ms_cli_init(ms_cli *m);
-/* Apply the options that were given over *mo. Returns 0, or the exit status
- * after a one-line error when a value is out of range. */
+/* Apply the options that were given over *mo, with the environment's
+ * TUNEKIT_MEASURE_LOCK (under --measure-lock) and TUNEKIT_CACHE_MAX, and
+ * show waits for the measurement lock as progress. Returns 0, or the exit
+ * status after a one-line error when a value is out of range. */
 int ms_cli_apply(struct tk_ctx *ctx, const ms_cli *m, struct ms_opts *mo);
 
 /* ---- commands ------------------------------------------------------------ */

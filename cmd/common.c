@@ -407,9 +407,43 @@ void ms_cli_init(ms_cli *m)
 	m->min_repeat_ms = m->timeout = m->build_timeout = m->cv = NAN;
 }
 
+/* Shows a wait for the measurement lock on a terminal; stops it when
+ * interrupted. */
+static int lock_wait(void *p, const char *path, double waited, long holder)
+{
+	tk_ctx *ctx = p;
+	if (ctx->err_tty && !ctx->common.quiet) {
+		char who[48] = "";
+		if (holder > 0)
+			snprintf(who, sizeof who, " (held by process %ld)", holder);
+		fprintf(stderr, "\r\033[Kwaiting for the measurement lock %s%s: %.0f s", path, who,
+		        waited);
+		fflush(stderr);
+		progress_shown = 1;
+	}
+	return tk_interrupted != 0;
+}
+
 int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 {
 	run_opts *r = &mo->run;
+	const char *lock = m->measure_lock, *max = getenv("TUNEKIT_CACHE_MAX");
+	if (!lock && getenv("TUNEKIT_MEASURE_LOCK") && *getenv("TUNEKIT_MEASURE_LOCK"))
+		lock = getenv("TUNEKIT_MEASURE_LOCK");
+	if (lock && !*lock)
+		return tk_fail(ctx, TK_EINVAL, "--measure-lock needs a file or none");
+	mo->nolock = lock && !strcmp(lock, "none");
+	mo->lock = mo->nolock ? NULL : lock;
+	mo->wait = lock_wait;
+	mo->wait_ctx = ctx;
+	if (max && *max) {
+		int64_t v = 0;
+		if (build_parse_size(max, &v))
+			return tk_fail(ctx, TK_EINVAL, "TUNEKIT_CACHE_MAX: %s", tk_errmsg());
+		if (v <= 0)
+			return tk_fail(ctx, TK_EINVAL, "TUNEKIT_CACHE_MAX: the limit must be positive");
+		mo->cache_max = v;
+	}
 	if (m->cache_dir) mo->cache_dir = m->cache_dir;
 	if (m->evaluator && run_opts_evaluator(r, m->evaluator))
 		return tk_fail(ctx, TK_EINVAL, NULL);

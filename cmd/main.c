@@ -13,6 +13,7 @@
 
 #include "cmd.h"
 
+int cmd_cache(int argc, char **argv, tk_ctx *ctx);
 int cmd_export(int argc, char **argv, tk_ctx *ctx);
 int cmd_extract_features(int argc, char **argv, tk_ctx *ctx);
 int cmd_help(int argc, char **argv, tk_ctx *ctx);
@@ -24,6 +25,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx);
 
 /* Sorted by name. */
 static const tk_cmd commands[] = {
+	{ "cache", cmd_cache, 0, "show and clean the compiled-kernel cache" },
 	{ "export", cmd_export, NEEDS_STORE, "the best kernels as C files with a reference, test program and Makefile" },
 	{ "extract-features", cmd_extract_features, NEEDS_STORE | STORE_WRITE, "feature vectors of stored configurations for cost models" },
 	{ "help", cmd_help, 0, "help on commands, operators, targets and networks" },

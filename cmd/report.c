@@ -93,6 +93,10 @@ static int naive_speedup(tk_ctx *ctx, const store_rec *r, double *out)
 	return rc;
 }
 
+/* A measurement was taken on a busy machine when, over the minute before
+ * its timed runs, more tasks were runnable than there are CPUs. */
+#define BUSY_LOAD 1.0
+
 static int best_row(void *p, const store_rec *r)
 {
 	best_ctx *b = p;
@@ -108,7 +112,8 @@ static int best_row(void *p, const store_rec *r)
 	snprintf(gf, sizeof gf, "%.3f", r->flops / r->median * 1e-9);
 	if (!naive_speedup(b->ctx, r, &speedup))
 		snprintf(sp, sizeof sp, "%.2f", speedup);
-	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run };
+	const char *busy = r->load < 0 ? "" : r->load > BUSY_LOAD ? "1" : "0";
+	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run, busy };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -116,7 +121,7 @@ static int best_row(void *p, const store_rec *r)
 static int report_best(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
-		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run",
+		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run", "busy",
 	};
 	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
 	if (!b.t)

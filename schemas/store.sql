@@ -1,4 +1,4 @@
--- tunekit record store, schema version 2.
+-- tunekit record store, schema version 3.
 --
 -- One SQLite file holds everything tunekit learns: the hardware it measured
 -- on, the tasks (operators with shapes), the configurations tried, every
@@ -8,6 +8,7 @@
 -- keyed by PRAGMA user_version.
 --
 -- Version 2 (the tuning loop) added run.params, run_log and foreign_record.
+-- Version 3 added measurement.load.
 --
 -- Times are seconds. Timestamps are Unix seconds (REAL). BLOBs of numbers
 -- are zlib-compressed little-endian arrays (float64 for times, float32 for
@@ -97,7 +98,9 @@ CREATE TABLE measurement (
   nrepeat   INTEGER,                -- repeats kept in times
   times     BLOB,                   -- zlib(float64[nrepeat]) seconds per call of each repeat
   compile_s REAL,                   -- compile time (0 if cached)
-  at        REAL NOT NULL           -- when measured
+  at        REAL NOT NULL,          -- when measured
+  load      REAL                    -- 1-minute load average per online CPU just before
+                                    -- the timed runs; NULL if unknown (v3)
 );
 CREATE INDEX measurement_config ON measurement(config_id, hardware_id);
 CREATE INDEX measurement_run ON measurement(run_id, trial);

@@ -2,24 +2,34 @@
  * build: compile kernels into shared objects with the target's compiler, a
  * few at a time, each in its own process group so that a compile past its
  * time limit can be killed together with cc1 and as. Results are cached by a
- * hash of everything that determines the object code: the source, the flags,
- * the compiler command and version, and the CPU model (the flags may say
- * -march=native). Files in the cache directory:
+ * SHA-256 of everything that determines the object code: the source, the
+ * flags, the compiler command and version, and the CPU model (the flags may
+ * say -march=native). Files in the cache directory, KEY being the first 32
+ * hex digits of that hash:
  *
- *     <hash>.so                 the kernel, renamed into place when complete
- *     <hash>.c                  its source (kept: handy when a kernel misbehaves)
- *     <hash>.{c,so}.tmp.<pid>.<n>  in-flight files, removed when done
+ *     KEY.so                    the kernel, renamed into place when complete
+ *     KEY.sha256                the SHA-256 of KEY.so's content, written before it
+ *     KEY.c                     its source (kept: handy when a kernel misbehaves)
+ *     KEY.{c,so,sha256,log}.tmp.<pid>.<n>  in-flight files, removed when done
  *
  * Every file appears by rename(), so several tunekit processes can share one
- * cache directory.
+ * cache directory. Files are opened with O_NOFOLLOW (a link is never
+ * followed) and O_NONBLOCK (a planted FIFO cannot block us). An entry's last
+ * use is the modification time of its newest file: a cache hit touches the
+ * sidecar. Who may write in the directory is checked once per call
+ * (build_cache_prepare); each object is checked again when served, and the
+ * measuring child checks it once more before it loads it (run.c).
  */
 #define _GNU_SOURCE
 #include "build.h"
 
 #include <assert.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,53 +47,239 @@
 #define BUILD_MSGMAX 400  /* bytes of compiler output kept in build_job.msg */
 #define BUILD_MAXARGS 64  /* compiler arguments from the target's cflags */
 #define BUILD_POLL_NS 2000000L
-#define BUILD_HASH_VERSION "tunekit-build-1"
+#define BUILD_HASH_VERSION "tunekit-build-2"
+#define BUILD_KEYLEN 32   /* hex digits of the key: 128 bits */
+#define BUILD_STALE_S 600 /* in-flight files older than this are left from killed builds */
 
 const char *build_default_cache(void)
 {
 	static char dir[4096];
 	const char *e;
+	struct passwd *pw;
 	if ((e = getenv("TUNEKIT_CACHE")) && *e)
 		snprintf(dir, sizeof dir, "%s", e);
-	else if ((e = getenv("XDG_CACHE_HOME")) && *e)
+	else if ((e = getenv("XDG_CACHE_HOME")) && *e == '/')
 		snprintf(dir, sizeof dir, "%s/tunekit", e);
-	else if ((e = getenv("HOME")) && *e)
+	else if ((e = getenv("HOME")) && *e == '/')
 		snprintf(dir, sizeof dir, "%s/.cache/tunekit", e);
+	else if ((pw = getpwuid(geteuid())) && pw->pw_dir && pw->pw_dir[0] == '/' &&
+	         pw->pw_dir[1] && access(pw->pw_dir, W_OK) == 0)
+		snprintf(dir, sizeof dir, "%s/.cache/tunekit", pw->pw_dir);
 	else
-		snprintf(dir, sizeof dir, "/tmp/tunekit-cache-%u", (unsigned)getuid());
+		snprintf(dir, sizeof dir, "/tmp/tunekit-cache-%u", (unsigned)geteuid());
 	return dir;
 }
 
-/* mkdir -p. Returns TK_OK or TK_EIO. */
-static int mkdir_p(const char *dir)
+/* mkdir -p, creating what is missing with mode 0700. Returns TK_OK or TK_EIO. */
+static int mkdir_p(const char *dir, const char *what)
 {
 	char p[4096];
 	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
-		return tk_seterr(TK_EIO, "cache directory name too long");
+		return tk_seterr(TK_EIO, "%s name too long", what);
 	for (char *s = p + 1;; s++) {
 		if (*s == '/' || !*s) {
 			char c = *s;
 			*s = 0;
-			if (mkdir(p, 0777) < 0 && errno != EEXIST)
+			if (mkdir(p, 0700) < 0 && errno != EEXIST)
 				return tk_seterr(TK_EIO, "cannot create %s: %s", p, strerror(errno));
 			*s = c;
 			if (!c)
 				break;
 		}
 	}
-	struct stat st;
-	if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-		return tk_seterr(TK_EIO, "cache directory %s is not a directory", p);
 	return TK_OK;
 }
 
-static uint64_t build_hash(const tk_target *t, const char *src)
+int build_private_dir(const char *path, const char *what)
+{
+	assert(path && what);
+	struct stat st, st2;
+	char dir[4096];
+	/* Without its trailing slashes: lstat("link/") would follow the link. */
+	if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+		return tk_seterr(TK_EIO, "%s name too long", what);
+	for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/';)
+		dir[--l] = 0;
+	int rc = mkdir_p(dir, what);
+	if (rc)
+		return rc;
+	if (lstat(dir, &st) < 0)
+		return tk_seterr(TK_EIO, "cannot use %s %s: %s", what, dir, strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return tk_seterr(TK_EIO, "%s %s is a symbolic link: refusing it "
+		                 "(give the real directory)", what, dir);
+	if (!S_ISDIR(st.st_mode))
+		return tk_seterr(TK_EIO, "%s %s is not a directory", what, dir);
+	if (st.st_uid != geteuid())
+		return tk_seterr(TK_EIO, "%s %s belongs to uid %u, not to you (uid %u): "
+		                 "refusing it", what, dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & 022)
+		return tk_seterr(TK_EIO, "%s %s is writable by others (mode %03o): "
+		                 "refusing it; remove it or make it private (chmod 700)", what, dir,
+		                 (unsigned)(st.st_mode & 0777));
+	/* The parent: others who may write there could rename the cache away and
+	 * put theirs in its place, unless the sticky bit stops them. */
+	char parent[4096];
+	snprintf(parent, sizeof parent, "%s", dir);
+	char *slash = strrchr(parent, '/');
+	if (!slash)
+		snprintf(parent, sizeof parent, ".");
+	else
+		slash[slash == parent] = 0;
+	if (stat(parent, &st2) == 0 && (st2.st_mode & 002) && !(st2.st_mode & S_ISVTX))
+		return tk_seterr(TK_EIO, "%s %s is in %s, which anyone may write to: "
+		                 "refusing it", what, dir, parent);
+	if (st.st_mode & 077) {
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino ||
+		    st2.st_dev != st.st_dev || fchmod(fd, 0700) < 0) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			return tk_seterr(TK_EIO, "cannot make %s %s private: %s", what, dir,
+			                 strerror(e));
+		}
+		close(fd);
+	}
+	return TK_OK;
+}
+
+int build_cache_prepare(const char *dir)
+{
+	return build_private_dir(dir, "cache directory");
+}
+
+/* The cache key of src built for t: BUILD_KEYLEN hex digits. */
+static void build_key(const tk_target *t, const char *src, char key[SHA256_HEX])
 {
 	const char *parts[] = { BUILD_HASH_VERSION, t->cc, t->cc_version, t->cflags, t->cpu, src };
-	uint64_t h = 0;
+	sha256_ctx c;
+	unsigned char d[32];
+	sha256_init(&c);
 	for (int i = 0; i < ArraySize(parts); i++)
-		h = tk_hash64(parts[i], strlen(parts[i]) + 1, h); /* with the NUL: a separator */
-	return h;
+		sha256_update(&c, parts[i], strlen(parts[i]) + 1); /* with the NUL: a separator */
+	sha256_final(&c, d);
+	sha256_tohex(d, key);
+	key[BUILD_KEYLEN] = 0;
+}
+
+/* A file we may trust: a regular file, ours, writable by no one else. */
+static int file_trusted(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 022);
+}
+
+/* SHA-256 of the whole file open on fd, read from offset 0, as hex. Returns
+ * 0, or -1 with errno set. */
+static int hash_fd(int fd, char hex[SHA256_HEX])
+{
+	sha256_ctx c;
+	unsigned char buf[65536], d[32];
+	off_t off = 0;
+	sha256_init(&c);
+	for (;;) {
+		ssize_t k = pread(fd, buf, sizeof buf, off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		sha256_update(&c, buf, (size_t)k);
+		off += k;
+	}
+	sha256_final(&c, d);
+	sha256_tohex(d, hex);
+	return 0;
+}
+
+/* Write n bytes to a new private file tmp (which must not exist, and is not
+ * followed if it is a link) and rename it to path. TK_OK, or TK_EIO with
+ * the reason; tmp is removed on failure. */
+static int write_renamed(const char *tmp, const char *path, const void *data, size_t n)
+{
+	const char *s = data;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	while (n > 0) {
+		ssize_t k = write(fd, s, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			close(fd);
+			unlink(tmp);
+			return tk_seterr(TK_EIO, "cannot write %s: %s", tmp, strerror(e));
+		}
+		s += k;
+		n -= (size_t)k;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
+	}
+	return TK_OK;
+}
+
+/* Open path for reading without following a link or blocking on a FIFO;
+ * *st receives its status. Returns the descriptor or -1 (errno set). */
+static int open_nofollow(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, st) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Serve job from the cache entry KEY in dir, whose object path is already
+ * in job->so. Returns 1 if served (job->fd, job->sha256 set, the entry's use
+ * recorded), 0 if the entry is absent or incomplete, -1 if it was there but
+ * failed a check: then its object and sidecar are removed. */
+static int cache_lookup(const char *dir, const char *key, build_job *job)
+{
+	char side[4200], want[80], got[SHA256_HEX];
+	struct stat st;
+	int sfd, fd = -1, ok = 0;
+	snprintf(side, sizeof side, "%s/%s.sha256", dir, key);
+	if ((sfd = open_nofollow(side, &st)) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		goto refuse;
+	}
+	ssize_t k = file_trusted(&st) ? pread(sfd, want, sizeof want - 1, 0) : -1;
+	if (k != SHA256_HEX || want[SHA256_HEX - 1] != '\n')
+		goto refuse;
+	want[SHA256_HEX - 1] = 0;
+	if ((fd = open_nofollow(job->so, &st)) < 0) {
+		if (errno == ENOENT) {
+			close(sfd);
+			return 0;
+		}
+		goto refuse;
+	}
+	if (!file_trusted(&st) || hash_fd(fd, got) < 0 || strcmp(got, want))
+		goto refuse;
+	futimens(sfd, NULL); /* last use: now */
+	ok = 1;
+refuse:
+	if (sfd >= 0)
+		close(sfd);
+	if (ok) {
+		job->fd = fd;
+		memcpy(job->sha256, got, sizeof got);
+		return 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	unlink(side);
+	unlink(job->so);
+	return -1;
 }
 
 /* Drop the lines of out that start with a blank: the source excerpts and
@@ -159,8 +355,8 @@ enum { J_PENDING, J_WAITING, J_RUNNING, J_DONE };
 
 typedef struct job_state {
 	int state;
-	int dup;       /* J_WAITING: the job with the same hash that builds it */
-	char hex[17];
+	int dup;       /* J_WAITING: the job with the same key that builds it */
+	char key[SHA256_HEX];
 } job_state;
 
 typedef struct slot {
@@ -168,7 +364,8 @@ typedef struct slot {
 	int job;
 	int logfd;     /* compiler stdout+stderr, already unlinked */
 	double t0;
-	char tmp[4200];/* <hash>.so.tmp.<pid>.<n> */
+	unsigned cnt;  /* tmp-name counter of this compile */
+	char tmp[4200];/* KEY.so.tmp.<pid>.<n> */
 } slot;
 
 static unsigned tmp_counter;
@@ -180,16 +377,17 @@ static int start_job(const char *dir, build_job *job, job_state *js,
 	char src[4100], srctmp[4200];
 	unsigned cnt = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
 	pid_t self = getpid();
-	snprintf(src, sizeof src, "%s/%s.c", dir, js->hex);
+	snprintf(src, sizeof src, "%s/%s.c", dir, js->key);
 	snprintf(srctmp, sizeof srctmp, "%s.tmp.%d.%u", src, (int)self, cnt);
-	snprintf(s->tmp, sizeof s->tmp, "%s/%s.so.tmp.%d.%u", dir, js->hex, (int)self, cnt);
-	int rc = tk_write_renamed(srctmp, src, job->src, strlen(job->src));
+	snprintf(s->tmp, sizeof s->tmp, "%s/%s.so.tmp.%d.%u", dir, js->key, (int)self, cnt);
+	s->cnt = cnt;
+	int rc = write_renamed(srctmp, src, job->src, strlen(job->src));
 	if (rc)
 		return rc;
 
 	char logname[4200];
-	snprintf(logname, sizeof logname, "%s/%s.log.tmp.%d.%u", dir, js->hex, (int)self, cnt);
-	s->logfd = open(logname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	snprintf(logname, sizeof logname, "%s/%s.log.tmp.%d.%u", dir, js->key, (int)self, cnt);
+	s->logfd = open(logname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (s->logfd < 0)
 		return tk_seterr(TK_EIO, "cannot create %s: %s", logname, strerror(errno));
 	unlink(logname);
@@ -232,10 +430,46 @@ static int start_job(const char *dir, build_job *job, job_state *js,
 	return TK_OK;
 }
 
+/* Put the object the compiler left in s->tmp into the cache: make it
+ * private, hash it, write its sidecar, rename it into place, and keep a
+ * descriptor of it in the job. Returns 0, or -1 with job->msg set. */
+static int install_object(const char *dir, build_job *job, const job_state *js, const slot *s)
+{
+	struct stat st;
+	char side[4200], sidetmp[4300], line[SHA256_HEX + 1];
+	int fd = open_nofollow(s->tmp, &st);
+	if (fd < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || fchmod(fd, 0600) < 0 ||
+	    hash_fd(fd, job->sha256) < 0) {
+		snprintf(job->msg, sizeof job->msg, "cannot read the compiled object %.400s: %s",
+		         s->tmp, fd < 0 || errno ? strerror(errno) : "not a regular file of yours");
+		goto fail;
+	}
+	snprintf(side, sizeof side, "%s/%s.sha256", dir, js->key);
+	snprintf(sidetmp, sizeof sidetmp, "%s.tmp.%d.%u", side, (int)getpid(), s->cnt);
+	snprintf(line, sizeof line, "%s\n", job->sha256);
+	if (write_renamed(sidetmp, side, line, SHA256_HEX) != TK_OK) {
+		snprintf(job->msg, sizeof job->msg, "%.500s", tk_errmsg());
+		goto fail;
+	}
+	if (rename(s->tmp, job->so) < 0) {
+		snprintf(job->msg, sizeof job->msg, "cannot create %.400s: %s", job->so,
+		         strerror(errno));
+		goto fail;
+	}
+	job->fd = fd;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	job->sha256[0] = 0;
+	return -1;
+}
+
 /* Record the outcome of the compile in slot s, whose wait status is st, and
- * free the slot. timed_out: we killed it. */
+ * free the slot. timed_out: we killed it. Adds the bytes put in the cache
+ * to *added. */
 static void finish_job(const char *dir, build_job *jobs, job_state *states, slot *s, int st,
-                       int timed_out, double timeout_s)
+                       int timed_out, double timeout_s, int64_t *added)
 {
 	build_job *job = &jobs[s->job];
 	job->seconds = tk_now() - s->t0;
@@ -244,12 +478,12 @@ static void finish_job(const char *dir, build_job *jobs, job_state *states, slot
 		job->status = BUILD_TIMEOUT;
 		snprintf(job->msg, sizeof job->msg, "compile timeout after %g s", timeout_s);
 	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-		if (rename(s->tmp, job->so) == 0) {
+		struct stat so;
+		int64_t size = lstat(s->tmp, &so) == 0 ? (int64_t)so.st_size : 0;
+		if (install_object(dir, job, &states[s->job], s) == 0) {
 			job->status = BUILD_OK;
 			job->msg[0] = 0;
-		} else {
-			snprintf(job->msg, sizeof job->msg, "cannot create %.400s: %s", job->so,
-			         strerror(errno));
+			*added += size + (int64_t)strlen(job->src) + SHA256_HEX;
 		}
 	} else {
 		char out[4096], prefix[64] = "";
@@ -285,30 +519,49 @@ static int wait_blocking(pid_t pid, int *st)
 	return r == pid;
 }
 
-int build_run(const tk_target *t, const char *cache_dir, build_job *jobs, int n,
-              int njobs, double timeout_s)
+void build_jobs_close(build_job *jobs, int n)
 {
-	assert(t && cache_dir && (jobs || n == 0) && n >= 0 && timeout_s > 0);
+	for (int i = 0; i < n; i++) {
+		if (jobs[i].fd >= 0)
+			close(jobs[i].fd);
+		jobs[i].fd = -1;
+	}
+}
+
+/* Bytes this process put in the cache since it last trimmed it; -1 before
+ * the first trim. The cache is trimmed on a process's first build and then
+ * whenever it has added a 64th of the limit, so that a full directory scan
+ * is rare and the limit is overshot by at most that much per process. */
+static int64_t trim_debt = -1;
+
+int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
+{
+	assert(t && o && (jobs || n == 0) && n >= 0 && o->timeout_s > 0);
+	int njobs = o->njobs;
+	double timeout_s = o->timeout_s;
+	int64_t cache_max = o->cache_max > 0 ? o->cache_max : BUILD_CACHE_MAX_DEFAULT;
 	if (njobs < 1)
 		njobs = 1;
 	if (njobs > n)
 		njobs = n > 0 ? n : 1;
 
 	char dir[4096];
-	snprintf(dir, sizeof dir, "%s", cache_dir);
+	snprintf(dir, sizeof dir, "%s", o->cache_dir ? o->cache_dir : build_default_cache());
 	for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/';)
 		dir[--l] = 0;
-	if (strlen(dir) > 4000)
-		return tk_seterr(TK_EIO, "cache directory name too long");
-
 	for (int i = 0; i < n; i++) {
 		jobs[i].so[0] = 0;
+		jobs[i].fd = -1;
+		jobs[i].sha256[0] = 0;
 		jobs[i].status = BUILD_ERROR;
 		snprintf(jobs[i].msg, sizeof jobs[i].msg, "not built");
 		jobs[i].seconds = 0;
 		jobs[i].cached = 0;
+		jobs[i].refused = 0;
 	}
-	int rc = mkdir_p(dir);
+	if (strlen(dir) > 4000)
+		return tk_seterr(TK_EIO, "cache directory name too long");
+	int rc = build_cache_prepare(dir);
 	if (rc)
 		return rc;
 
@@ -337,27 +590,30 @@ int build_run(const tk_target *t, const char *cache_dir, build_job *jobs, int n,
 
 	for (int i = 0; i < n; i++) {
 		assert(jobs[i].src);
-		snprintf(states[i].hex, sizeof states[i].hex, "%016llx",
-		         (unsigned long long)build_hash(t, jobs[i].src));
-		snprintf(jobs[i].so, sizeof jobs[i].so, "%s/%s.so", dir, states[i].hex);
-		if (access(jobs[i].so, F_OK) == 0) {
-			jobs[i].status = BUILD_OK;
-			jobs[i].cached = 1;
-			jobs[i].msg[0] = 0;
-			states[i].state = J_DONE;
-			continue;
-		}
+		build_key(t, jobs[i].src, states[i].key);
+		snprintf(jobs[i].so, sizeof jobs[i].so, "%s/%s.so", dir, states[i].key);
 		states[i].state = J_PENDING;
 		for (int j = 0; j < i; j++) {
-			if (states[j].state == J_PENDING && !strcmp(states[j].hex, states[i].hex)) {
+			if (states[j].state != J_WAITING && !strcmp(states[j].key, states[i].key)) {
 				states[i].state = J_WAITING;
 				states[i].dup = j;
 				break;
 			}
 		}
+		if (states[i].state == J_WAITING)
+			continue;
+		int got = cache_lookup(dir, states[i].key, &jobs[i]);
+		jobs[i].refused = got < 0;
+		if (got > 0) {
+			jobs[i].status = BUILD_OK;
+			jobs[i].cached = 1;
+			jobs[i].msg[0] = 0;
+			states[i].state = J_DONE;
+		}
 	}
 
 	int next = 0, nrunning = 0;
+	int64_t added = 0;
 	for (;;) {
 		for (int k = 0; k < njobs && next < n; k++) {
 			if (slots[k].pid)
@@ -389,11 +645,11 @@ int build_run(const tk_target *t, const char *cache_dir, build_job *jobs, int n,
 			if (r == s->pid || r < 0) {
 				if (r < 0) /* reaped by someone else: status unknown */
 					st = 0x7f00; /* "exited 127" */
-				finish_job(dir, jobs, states, s, st, 0, timeout_s);
+				finish_job(dir, jobs, states, s, st, 0, timeout_s, &added);
 			} else if (now - s->t0 > timeout_s) {
 				kill_group(s->pid);
 				wait_blocking(s->pid, &st);
-				finish_job(dir, jobs, states, s, st, 1, timeout_s);
+				finish_job(dir, jobs, states, s, st, 1, timeout_s, &added);
 			} else {
 				continue;
 			}
@@ -413,7 +669,20 @@ int build_run(const tk_target *t, const char *cache_dir, build_job *jobs, int n,
 		jobs[i].status = d->status;
 		memcpy(jobs[i].msg, d->msg, sizeof jobs[i].msg);
 		memcpy(jobs[i].so, d->so, sizeof jobs[i].so);
+		memcpy(jobs[i].sha256, d->sha256, sizeof jobs[i].sha256);
 		jobs[i].cached = d->status == BUILD_OK;
+		if (d->status == BUILD_OK && (jobs[i].fd = fcntl(d->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			rc = tk_seterr(TK_EIO, "cannot keep the compiled kernels open: %s",
+			               strerror(errno));
+			goto fail;
+		}
+	}
+	if (trim_debt < 0 || trim_debt + added >= cache_max / 64) {
+		if ((rc = build_cache_trim(dir, cache_max, NULL)))
+			goto fail;
+		trim_debt = 0;
+	} else {
+		trim_debt += added;
 	}
 	free(states);
 	free(slots);
@@ -427,14 +696,225 @@ fail:
 		int st;
 		kill_group(s->pid);
 		wait_blocking(s->pid, &st);
-		finish_job(dir, jobs, states, s, st, 1, timeout_s);
+		finish_job(dir, jobs, states, s, st, 1, timeout_s, &added);
 		snprintf(jobs[s->job].msg, sizeof jobs[s->job].msg, "not built");
 		jobs[s->job].status = BUILD_ERROR;
 	}
+	build_jobs_close(jobs, n);
 	for (int i = 0; i < n; i++)
-		if (states[i].state != J_DONE)
+		if (states[i].state != J_DONE || jobs[i].status != BUILD_OK)
 			jobs[i].so[0] = 0;
 	free(states);
 	free(slots);
 	return rc;
+}
+
+/* ---- the cache as a whole ------------------------------------------- */
+
+/* One file of tunekit's in the cache directory. */
+typedef struct cache_file {
+	char name[256];
+	int keylen;        /* the entry is name[0..keylen) */
+	int tmp;           /* an in-flight file */
+	int64_t size;
+	double mtime;
+} cache_file;
+
+typedef struct cache_entry {
+	int first, n;      /* its files: files[first..first+n) */
+	int64_t size;
+	double used;       /* newest mtime of its files */
+} cache_entry;
+
+/* Length of the key a cache file name starts with: at least 16 hex digits
+ * (16: entries of tunekit-build-1) followed by a dot; 0 if the name is not
+ * one of ours. *tmp: it is an in-flight file. */
+static int cache_name(const char *name, int *tmp)
+{
+	int k = 0;
+	while (isxdigit((unsigned char)name[k]) && !isupper((unsigned char)name[k]))
+		k++;
+	if (k < 16 || k > 64 || name[k] != '.')
+		return 0;
+	const char *ext = name + k + 1;
+	*tmp = strstr(ext, ".tmp.") != NULL;
+	if (*tmp || !strcmp(ext, "so") || !strcmp(ext, "c") || !strcmp(ext, "sha256"))
+		return k;
+	return 0;
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+	const cache_file *x = a, *y = b;
+	int c = strncmp(x->name, y->name, (size_t)(x->keylen < y->keylen ? x->keylen : y->keylen));
+	return c ? c : x->keylen - y->keylen;
+}
+
+static int cmp_entry_use(const void *a, const void *b)
+{
+	const cache_entry *x = a, *y = b;
+	return (x->used > y->used) - (x->used < y->used);
+}
+
+/* List tunekit's files in the cache directory dir, sorted by entry. TK_OK,
+ * TK_EIO, TK_ENOMEM; the caller frees *out. */
+static int cache_scan(const char *dir, cache_file **out, int *nout)
+{
+	*out = NULL;
+	*nout = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return tk_seterr(TK_EIO, "cannot read cache directory %s: %s", dir, strerror(errno));
+	cache_file *f = NULL;
+	int n = 0, cap = 0, rc = TK_OK;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int tmp = 0, k = cache_name(e->d_name, &tmp);
+		struct stat st;
+		if (!k || strlen(e->d_name) >= sizeof f->name ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			cache_file *g = realloc(f, sizeof *g * (size_t)cap);
+			if (!g) {
+				rc = tk_seterr(TK_ENOMEM, "out of memory");
+				break;
+			}
+			f = g;
+		}
+		snprintf(f[n].name, sizeof f[n].name, "%s", e->d_name);
+		f[n].keylen = k;
+		f[n].tmp = tmp;
+		f[n].size = (int64_t)st.st_size;
+		f[n].mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+		n++;
+	}
+	closedir(d);
+	if (rc) {
+		free(f);
+		return rc;
+	}
+	if (n)
+		qsort(f, (size_t)n, sizeof *f, cmp_file);
+	*out = f;
+	*nout = n;
+	return TK_OK;
+}
+
+/* Scan dir and, when trim is set, remove stale in-flight files and then
+ * the least recently used entries until at most max_bytes remain. *info
+ * receives what the cache holds (trim == 0) or what was removed (trim). */
+static int cache_walk(const char *dir, int trim, int64_t max_bytes, build_cache_info *info)
+{
+	cache_file *f;
+	cache_entry *ent = NULL;
+	int nf, ne = 0, rc;
+	memset(info, 0, sizeof *info);
+	if ((rc = cache_scan(dir, &f, &nf)))
+		return rc;
+	if (nf && !(ent = calloc((size_t)nf, sizeof *ent))) {
+		free(f);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	double stale_before = tk_walltime() - BUILD_STALE_S;
+	int64_t total = 0;
+	char path[4400];
+	for (int i = 0; i < nf; i++) {
+		if (f[i].tmp) {
+			if (f[i].mtime >= stale_before) {
+				total += f[i].size; /* in flight: counted, not removed */
+				if (!trim)
+					info->files++, info->bytes += f[i].size;
+				continue;
+			}
+			if (!trim) {
+				info->stale++, info->files++, info->bytes += f[i].size;
+				continue;
+			}
+			snprintf(path, sizeof path, "%s/%s", dir, f[i].name);
+			if (unlink(path) == 0)
+				info->stale++, info->files++, info->bytes += f[i].size;
+			continue;
+		}
+		if (!ne || cmp_file(&f[ent[ne - 1].first], &f[i]))
+			ent[ne++] = (cache_entry){ i, 0, 0, 0 };
+		cache_entry *c = &ent[ne - 1];
+		c->n = i - c->first + 1;
+		c->size += f[i].size;
+		if (f[i].mtime > c->used)
+			c->used = f[i].mtime;
+		total += f[i].size;
+	}
+	if (ne)
+		qsort(ent, (size_t)ne, sizeof *ent, cmp_entry_use);
+	for (int j = 0; j < ne; j++) {
+		cache_entry *c = &ent[j];
+		if (trim && total > max_bytes) {
+			/* The sidecar first: a reader that finds it gone rebuilds. */
+			for (int pass = 0; pass < 2; pass++)
+				for (int i = c->first; i < c->first + c->n; i++) {
+					if (f[i].tmp || (!pass) != !!strstr(f[i].name, ".sha256"))
+						continue;
+					snprintf(path, sizeof path, "%s/%s", dir, f[i].name);
+					if (unlink(path) == 0 || errno == ENOENT)
+						info->files++, info->bytes += f[i].size;
+				}
+			info->entries++;
+			total -= c->size;
+		} else if (trim) {
+			continue;
+		} else {
+			info->entries++;
+			info->files += c->n;
+			info->bytes += c->size;
+		}
+		if (!info->oldest || c->used < info->oldest)
+			info->oldest = c->used;
+		if (c->used > info->newest)
+			info->newest = c->used;
+	}
+	free(ent);
+	free(f);
+	return TK_OK;
+}
+
+int build_cache_stat(const char *dir, build_cache_info *out)
+{
+	assert(dir && out);
+	return cache_walk(dir, 0, 0, out);
+}
+
+int build_cache_trim(const char *dir, int64_t max_bytes, build_cache_info *removed)
+{
+	build_cache_info dummy;
+	assert(dir && max_bytes >= 0);
+	return cache_walk(dir, 1, max_bytes, removed ? removed : &dummy);
+}
+
+int build_parse_size(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!s || !isdigit((unsigned char)*s))
+		return tk_seterr(TK_EINVAL, "bad size '%s' (a number of bytes, with K, M, G or T)",
+		                 s ? s : "");
+	unsigned long long v = strtoull(s, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (shift && (!strcmp(end, "iB") || !strcmp(end, "B")))
+		end += strlen(end);
+	else if (!shift && !strcmp(end, "B"))
+		end++;
+	if (errno || *end || v > (unsigned long long)(INT64_MAX >> shift))
+		return tk_seterr(TK_EINVAL, "bad size '%s' (a number of bytes, with K, M, G or T)", s);
+	*out = (int64_t)(v << shift);
+	return TK_OK;
 }

@@ -1,11 +1,14 @@
 /*
- * measure: build a batch in parallel, run it sequentially (see measure.h).
+ * measure: build a batch in parallel, run it sequentially under the
+ * measurement lock (see measure.h).
  */
+#define _GNU_SOURCE /* getloadavg */
 #include "measure.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/kernel.h"
 #include "task/ref.h"
@@ -104,10 +107,16 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	kn_kernel *k = calloc((size_t)n, sizeof *k);
 	build_job *jobs = calloc((size_t)n, sizeof *jobs);
 	int *slot = calloc((size_t)n, sizeof *slot);
+	run_lock *lock = NULL;
+	for (int i = 0; jobs && i < n; i++)
+		jobs[i].fd = -1;
 	if (!k || !jobs || !slot) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
+	/* The lock is opened first so that a bad lock path fails before any work. */
+	if (!o->nolock && (rc = run_lock_open(o->lock, &lock)))
+		goto done;
 	int nj = 0;
 	t0 = tk_now();
 	for (int i = 0; i < n; i++) {
@@ -133,13 +142,25 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	progress(o, "build", 0, nj);
 	double t1 = tk_now();
 	t->time.codegen_s += t1 - t0;
-	rc = build_run(tg, o->cache_dir ? o->cache_dir : build_default_cache(), jobs, nj,
-	               o->jobs > 0 ? o->jobs : 1, o->build_timeout);
+	build_opts bo = { o->cache_dir, o->cache_max, o->jobs > 0 ? o->jobs : 1, o->build_timeout };
+	rc = build_run(tg, &bo, jobs, nj);
 	t0 = tk_now();
 	t->time.compile_s += t0 - t1;
 	if (rc)
 		goto done;
 	progress(o, "build", nj, nj);
+	int nrun = 0;
+	for (int i = 0; i < nj; i++)
+		nrun += jobs[i].status == BUILD_OK;
+	if (nrun > 0 && lock) {
+		if ((rc = run_lock_acquire(lock, o->wait, o->wait_ctx)))
+			goto done;
+		t0 = tk_now(); /* the wait is not run time */
+	}
+	double la[1], load = 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nrun > 0 && getloadavg(la, 1) == 1 && ncpu > 0)
+		load = la[0] / (double)ncpu;
 	for (int i = 0, ran = 0; i < n; i++) {
 		ms_result *r = &out[i];
 		if (slot[i] < 0)
@@ -155,7 +176,8 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 			continue;
 		}
 		progress(o, "run", ran++, nj);
-		if ((rc = run_kernel(j->so, tg, &t->io, &o->run, &r->run)))
+		r->load = load;
+		if ((rc = run_kernel(j, tg, &t->io, &o->run, &r->run)))
 			goto done;
 		r->error = r->run.error;
 		if (r->error)
@@ -164,6 +186,9 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	progress(o, "run", nj, nj);
 	t->time.run_s += tk_now() - t0;
 done:
+	run_lock_close(lock);
+	if (jobs)
+		build_jobs_close(jobs, n);
 	if (k)
 		for (int i = 0; i < n; i++)
 			kn_kernel_free(&k[i]);

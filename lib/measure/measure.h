@@ -1,7 +1,9 @@
 /*
  * measure: measure configurations of a task on a target. A batch is built
  * in parallel (and cached), then run one kernel at a time, each checked
- * against the reference before its time is believed.
+ * against the reference before its time is believed. The runs of a batch
+ * happen under the measurement lock (run.h), so that no two tunekit
+ * processes time kernels at once; compiles do not take it.
  *
  * This is the one place the pipeline task -> space -> schedule -> code ->
  * measurement comes together; callers (tune, measure) store the results.
@@ -51,12 +53,18 @@ typedef struct ms_opts {
 	int jobs;               /* parallel compilers, >= 1 */
 	double build_timeout;   /* seconds per compilation */
 	const char *cache_dir;  /* NULL: build_default_cache() */
+	int64_t cache_max;      /* the cache's size limit in bytes; 0: BUILD_CACHE_MAX_DEFAULT */
 	run_opts run;
 	ms_progress_fn progress;/* may be NULL */
 	void *ctx;
+	const char *lock;       /* measurement lock file; NULL: run_lock_default() */
+	int nolock;             /* 1: time without taking the lock */
+	run_wait_fn wait;       /* called while the lock is awaited; may be NULL */
+	void *wait_ctx;
 } ms_opts;
 
-/* Defaults: 2 jobs, 60 s build timeout, default cache, run_opts_default. */
+/* Defaults: 2 jobs, 60 s build timeout, default cache and size limit,
+ * run_opts_default, the default lock, no callbacks. */
 void ms_opts_default(ms_opts *o);
 
 typedef struct ms_result {
@@ -67,6 +75,8 @@ typedef struct ms_result {
 	double compile_s;       /* 0 when the build was cached */
 	int cached;
 	run_result run;         /* times when error == MEAS_OK */
+	double load;            /* 1-minute load average per online CPU just before
+	                           the batch's timed runs; 0 if unknown or not run */
 	double at;              /* when measured, Unix seconds; 0 = now. Replayed
 	                           results carry the simulated time */
 } ms_result;
@@ -74,7 +84,8 @@ typedef struct ms_result {
 /* Measure n configurations of t on target tg. out[] receives one result per
  * configuration, in order; free them with ms_results_free(). Returns TK_OK
  * when every configuration has a result (valid or not), TK_ENOMEM, TK_EIO
- * (cache or processes unusable) otherwise. */
+ * (cache, lock or processes unusable), TK_EINTR (o->wait stopped the wait
+ * for the lock) otherwise. */
 int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *cfg,
                int n, ms_result *out);
 void ms_results_free(ms_result *r, int n);

@@ -26,7 +26,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,17 +177,70 @@ static void *aligned_floats(size_t n)
 	return p;
 }
 
+/* Check the object before it is loaded: a regular file of ours that no one
+ * else may write, with the content the build recorded. Returns a descriptor
+ * of it, or -1 with the reason in r->msg. */
+static int child_object(const build_job *obj, run_result *r)
+{
+	struct stat st;
+	char got[SHA256_HEX];
+	unsigned char buf[65536], d[32];
+	int fd = obj->fd;
+	if (fd < 0 && (fd = open(obj->so, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: cannot open %.150s: %s", obj->so,
+		         strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: refused to load %.150s: not a file "
+		         "of yours that only you may write", obj->so);
+		return -1;
+	}
+	sha256_ctx c;
+	sha256_init(&c);
+	for (off_t off = 0;;) {
+		ssize_t k = pread(fd, buf, sizeof buf, off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			snprintf(r->msg, sizeof r->msg, "runtime crash: cannot read %.150s: %s", obj->so,
+			         strerror(errno));
+			return -1;
+		}
+		if (k == 0)
+			break;
+		sha256_update(&c, buf, (size_t)k);
+		off += k;
+	}
+	sha256_final(&c, d);
+	sha256_tohex(d, got);
+	if (strcmp(got, obj->sha256)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: refused to load %.150s: its content "
+		         "is not what was compiled (SHA-256 mismatch)", obj->so);
+		return -1;
+	}
+	return fd;
+}
+
 /* Everything the child does before reporting; fills *r (error set on failure). */
-static void child_measure(const char *so_path, const run_io *io,
+static void child_measure(const build_job *obj, const run_io *io,
                           const run_opts *o, run_result *r)
 {
 	void *dl = NULL;
 	float *out = NULL, *ws = NULL;
 	float **bufs = NULL;
 	unsigned char *flush = NULL;
+	const char *so_path = obj->so;
+	char fdpath[64];
 
 	r->error = MEAS_RUNTIME_CRASH;
-	dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+	int fd = child_object(obj, r);
+	if (fd < 0)
+		goto out;
+	/* Load the very file that was checked, not whatever the path names now. */
+	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+	dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
 	if (!dl) {
 		snprintf(r->msg, sizeof r->msg, "runtime crash: dlopen: %s", dlerror());
 		goto out;
@@ -195,7 +250,7 @@ static void child_measure(const char *so_path, const run_io *io,
 	kernel_fn f;
 	*(void **)&f = dlsym(dl, "tk_kernel");
 	if (!abi || !wsn || !f) {
-		snprintf(r->msg, sizeof r->msg, "runtime crash: missing symbol %s in %s",
+		snprintf(r->msg, sizeof r->msg, "runtime crash: missing symbol %s in %.150s",
 		         !abi ? "tk_abi" : !wsn ? "tk_workspace_floats" : "tk_kernel", so_path);
 		goto out;
 	}
@@ -300,7 +355,7 @@ static void write_all(int fd, const void *p, size_t n)
 	}
 }
 
-static void child_main(int wfd, pid_t parent, const char *so_path, const tk_target *t,
+static void child_main(int wfd, pid_t parent, const build_job *obj, const tk_target *t,
                        const run_io *io, const run_opts *o)
 {
 	setpgid(0, 0);
@@ -336,7 +391,7 @@ static void child_main(int wfd, pid_t parent, const char *so_path, const tk_targ
 
 	run_result r;
 	memset(&r, 0, sizeof r);
-	child_measure(so_path, io, o, &r);
+	child_measure(obj, io, o, &r);
 	write_all(wfd, &r, sizeof r);
 	_exit(0);
 }
@@ -385,10 +440,10 @@ static void compute_stats(run_result *r)
 	r->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
+int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
                const run_opts *o, run_result *r)
 {
-	assert(so_path && t && io && o && r);
+	assert(obj && t && io && o && r);
 	assert(o->repeat >= 1 && o->repeat <= RUN_MAXREPEAT && o->number >= 0);
 	assert(!o->adaptive || (o->microbatch >= 1 && o->cv >= 0));
 	assert(o->timeout_s > 0 && o->warmup >= 0);
@@ -410,7 +465,7 @@ int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
 	}
 	if (pid == 0) {
 		close(fd[0]);
-		child_main(fd[1], self, so_path, t, io, o);
+		child_main(fd[1], self, obj, t, io, o);
 	}
 	setpgid(pid, pid);
 	close(fd[1]);
@@ -484,4 +539,145 @@ int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
 	}
 	compute_stats(r);
 	return TK_OK;
+}
+
+/* ---- the measurement lock --------------------------------------------- */
+
+struct run_lock {
+	int fd;
+	int held;
+	double since;      /* wall-clock time it was taken */
+	char path[4096];
+};
+
+int run_lock_default(char *path, size_t n)
+{
+	char dir[4000];
+	const char *e = getenv("XDG_RUNTIME_DIR");
+	if (e && e[0] == '/')
+		snprintf(dir, sizeof dir, "%s/tunekit", e);
+	else
+		snprintf(dir, sizeof dir, "/tmp/tunekit-%u", (unsigned)geteuid());
+	int rc = build_private_dir(dir, "measurement lock directory");
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(path, n, "%s/measure.lock", dir) >= n)
+		return tk_seterr(TK_EIO, "measurement lock: path too long");
+	return TK_OK;
+}
+
+int run_lock_open(const char *path, run_lock **out)
+{
+	*out = NULL;
+	run_lock *l = calloc(1, sizeof *l);
+	if (!l)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	l->fd = -1;
+	int rc = TK_OK;
+	if (path)
+		snprintf(l->path, sizeof l->path, "%s", path);
+	else
+		rc = run_lock_default(l->path, sizeof l->path);
+	if (!rc && strlen(l->path) >= sizeof l->path - 1)
+		rc = tk_seterr(TK_EIO, "measurement lock: path too long");
+	if (!rc) {
+		/* A lock file others may open too (0644), never through a link; one we
+		 * can only read still locks. */
+		l->fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+		if (l->fd < 0 && errno == EACCES)
+			l->fd = open(l->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
+		if (l->fd < 0)
+			rc = tk_seterr(TK_EIO, "cannot open the measurement lock %s: %s", l->path,
+			               strerror(errno));
+		else if (fstat(l->fd, &st) < 0 || !S_ISREG(st.st_mode))
+			rc = tk_seterr(TK_EIO, "measurement lock %s is not a regular file", l->path);
+	}
+	if (rc) {
+		run_lock_close(l);
+		return rc;
+	}
+	*out = l;
+	return TK_OK;
+}
+
+/* The pid written in the lock file by its holder, 0 if none. */
+static long lock_holder(const run_lock *l)
+{
+	char buf[32];
+	ssize_t k = pread(l->fd, buf, sizeof buf - 1, 0);
+	if (k <= 0)
+		return 0;
+	buf[k] = 0;
+	return strtol(buf, NULL, 10);
+}
+
+int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx)
+{
+	assert(l && l->fd >= 0);
+	if (l->held)
+		return TK_OK;
+	double t0 = tk_now(), next_call = 0;
+	while (flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return tk_seterr(TK_EIO, "cannot lock %s: %s", l->path, strerror(errno));
+		double waited = tk_now() - t0;
+		if (wait && waited >= next_call) {
+			if (wait(ctx, l->path, waited, lock_holder(l)))
+				return tk_seterr(TK_EINTR, "interrupted while waiting for the measurement "
+				                 "lock %s", l->path);
+			next_call = waited + 0.25;
+		}
+		struct timespec ts = { 0, 10000000L }; /* 10 ms */
+		nanosleep(&ts, NULL);
+	}
+	l->held = 1;
+	l->since = tk_walltime();
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(l->fd, 0) == 0 && pwrite(l->fd, pid, (size_t)n, 0) < 0) {
+		/* a read-only lock file: the lock holds, only the holder is unknown */
+	}
+	return TK_OK;
+}
+
+void run_lock_release(run_lock *l)
+{
+	if (!l || !l->held)
+		return;
+	const char *log = getenv("TUNEKIT_MEASURE_LOG");
+	if (ftruncate(l->fd, 0) < 0) {
+		/* read-only lock file: nothing was written */
+	}
+	if (log && *log) {
+		char line[96];
+		int n = snprintf(line, sizeof line, "%ld %.6f %.6f\n", (long)getpid(), l->since,
+		                 tk_walltime());
+		int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			if (write(fd, line, (size_t)n) < 0) {
+				/* a diagnostic only */
+			}
+			close(fd);
+		}
+	}
+	flock(l->fd, LOCK_UN);
+	l->held = 0;
+}
+
+void run_lock_close(run_lock *l)
+{
+	if (!l)
+		return;
+	run_lock_release(l);
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l);
+}
+
+const char *run_lock_path(const run_lock *l)
+{
+	return l->path;
 }

@@ -23,12 +23,23 @@
  * nrepeat = the batches run. A crash, a hang, a missing
  * symbol or a wrong answer is reported in the result, not as an error of the
  * call. Only one kernel runs at a time.
+ *
+ * The child loads the object only after checking, on the descriptor it loads
+ * it from, that it is a regular file of the user's, writable by no one else,
+ * whose content has the SHA-256 the build recorded.
+ *
+ * The measurement lock (run_lock_*) keeps timings of several processes from
+ * overlapping: a caller holds it while it times kernels, and compiles
+ * without it. It is an flock(2) on a file, by default in a private per-user
+ * runtime directory, so it serialises one user's tunekit processes; a path
+ * every user can open extends it to the whole machine.
  */
 #ifndef TK_RUN_H
 #define TK_RUN_H
 
 #include <stddef.h>
 
+#include "build.h"
 #include "meas.h"
 #include "target.h"
 
@@ -81,9 +92,43 @@ typedef struct run_result {
 	double max_err;              /* worst |out-ref|/(rtol*refabs+atol) seen */
 } run_result;
 
-/* Run the kernel in so_path. Returns TK_OK when *r holds an outcome (valid or
- * not), TK_EIO when no child could be started. Signals do not interrupt it. */
-int run_kernel(const char *so_path, const tk_target *t, const run_io *io,
+/* Run the kernel obj that build_run produced (status BUILD_OK: its path,
+ * descriptor and SHA-256; with fd -1 the path is opened). An object that fails
+ * its checks is not loaded: the result is a MEAS_RUNTIME_CRASH that says why.
+ * Returns TK_OK when *r holds an outcome (valid or not), TK_EIO when no child
+ * could be started. Signals do not interrupt it. */
+int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
                const run_opts *o, run_result *r);
+
+/* ---- the measurement lock --------------------------------------------- */
+
+typedef struct run_lock run_lock;
+
+/* The default lock file, written to path[n]: $XDG_RUNTIME_DIR/tunekit/
+ * measure.lock when XDG_RUNTIME_DIR is an absolute path, else
+ * /tmp/tunekit-<uid>/measure.lock; the directory is created (0700) and must
+ * be private (build_private_dir). TK_OK, or TK_EIO with the reason. */
+int run_lock_default(char *path, size_t n);
+
+/* Open (creating it if needed, never through a symbolic link) the lock file
+ * path, or the default one when path is NULL. TK_OK with *out set (free with
+ * run_lock_close), TK_EIO, TK_ENOMEM. */
+int run_lock_open(const char *path, run_lock **out);
+
+/* Called about four times a second while run_lock_acquire waits: waited_s
+ * so far, holder the process that holds the lock (0 if unknown). A non-zero
+ * return stops the wait. */
+typedef int (*run_wait_fn)(void *ctx, const char *path, double waited_s, long holder);
+
+/* Take the lock, waiting as long as another process holds it. wait may be
+ * NULL. Returns TK_OK (held: the caller's pid is in the file), TK_EINTR when
+ * wait asked to stop, TK_EIO. */
+int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx);
+/* Release a held lock; no-op if not held. */
+void run_lock_release(run_lock *l);
+/* Release and close; l may be NULL. */
+void run_lock_close(run_lock *l);
+/* The path of the lock file (owned by l). */
+const char *run_lock_path(const run_lock *l);
 
 #endif

@@ -76,7 +76,7 @@ int rec_batch(rec_session *s, int64_t task_id, const ms_result *r, int n, int64_
 			.config_id = cid, .hardware_id = s->hw_id, .run_id = s->run_id,
 			.trial = s->trial + i, .valid = r[i].error == MEAS_OK, .error = r[i].error,
 			.message = r[i].error ? r[i].msg : NULL, .compile_s = r[i].compile_s,
-			.at = r[i].at,
+			.at = r[i].at, .load = r[i].load,
 		};
 		if (m.valid) {
 			m.mean = rr->mean;

@@ -31,7 +31,7 @@ extern const char tk_schema_sql[]; /* schemas/store.sql, see the Makefile */
  * user_version. An empty file (version 0) does not walk the chain: it gets
  * the current schema, tk_schema_sql, in one step, so entry 0 is never run and
  * schemas/store.sql must always equal version 1 plus every later migration.
- * Version 2 adds entry [1].
+ * Version 2 adds entry [1], version 3 entry [2].
  */
 static const char *const migrations[] = {
 	NULL, /* 0 -> STORE_VERSION: tk_schema_sql */
@@ -43,6 +43,8 @@ static const char *const migrations[] = {
 	"CREATE TABLE foreign_record (id INTEGER PRIMARY KEY, format TEXT NOT NULL,"
 	" source TEXT NOT NULL, line INTEGER, reason TEXT NOT NULL, text TEXT NOT NULL,"
 	" run_id INTEGER REFERENCES run(id), UNIQUE (format, text));",
+	/* 2 -> 3: the load the measurement was taken under */
+	"ALTER TABLE measurement ADD COLUMN load REAL;",
 };
 _Static_assert(ArraySize(migrations) == STORE_VERSION,
                "one migration per version step");
@@ -82,8 +84,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_END] = "UPDATE run SET ended = ?2 WHERE id = ?1",
 	[ST_MEAS_INSERT] =
 		"INSERT INTO measurement(config_id, hardware_id, run_id, trial, valid,"
-		" error, message, mean, std, median, number, nrepeat, times, compile_s, at)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+		" error, message, mean, std, median, number, nrepeat, times, compile_s, at, load)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
 	[ST_MEAS_TIMES] = "SELECT times, nrepeat FROM measurement WHERE id = ?1",
 };
 
@@ -763,6 +765,10 @@ int store_meas_add(tk_store *s, const store_meas *m, int64_t *id)
 		sqlite3_bind_null(st, 13);
 	sqlite3_bind_double(st, 14, m->compile_s);
 	sqlite3_bind_double(st, 15, m->at != 0 ? m->at : tk_walltime());
+	if (m->load > 0)
+		sqlite3_bind_double(st, 16, m->load);
+	else
+		sqlite3_bind_null(st, 16);
 	rc = store_step_done(s, st);
 	free(aBlob);
 	if (rc == TK_OK)
@@ -808,7 +814,7 @@ int store_meas_times(tk_store *s, int64_t id, double **times, int *n)
 	"m.id, m.config_id, c.task_id, m.hardware_id, m.run_id, m.trial, m.valid," \
 	" m.error, t.key AS task_key, c.text, c.sched, h.key AS hw_key, m.message," \
 	" c.idx, t.flops, m.mean, m.std, m.median, m.compile_s, m.at, m.number," \
-	" m.nrepeat"
+	" m.nrepeat, m.load"
 #define REC_FROM \
 	" FROM measurement m JOIN config c ON c.id = m.config_id" \
 	" JOIN task t ON t.id = c.task_id JOIN hardware h ON h.id = m.hardware_id"
@@ -828,8 +834,8 @@ static int64_t col_int(sqlite3_stmt *st, int i, int64_t dflt)
 }
 
 /* Fill r from the current row of a REC_COLUMNS query. NULL mean, std and
- * median (invalid records) read as -1, NULL run_id as 0, NULL idx and trial
- * as -1. */
+ * median (invalid records) read as -1, NULL run_id as 0, NULL idx, trial
+ * and load as -1. */
 static void rec_read(sqlite3_stmt *st, store_rec *r)
 {
 	r->id = sqlite3_column_int64(st, 0);
@@ -854,6 +860,7 @@ static void rec_read(sqlite3_stmt *st, store_rec *r)
 	r->at = sqlite3_column_double(st, 19);
 	r->number = (int)col_int(st, 20, 0);
 	r->nrepeat = (int)col_int(st, 21, 0);
+	r->load = col_real(st, 22, -1);
 }
 
 /* Step a REC_COLUMNS query, calling cb per row, and finalize st. Returns

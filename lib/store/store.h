@@ -22,7 +22,7 @@
 typedef struct tk_store tk_store;
 typedef struct sqlite3 sqlite3;
 
-#define STORE_VERSION 2
+#define STORE_VERSION 3
 
 enum {
 	STORE_READONLY = 1 /* open an existing store without creating or migrating */
@@ -76,6 +76,8 @@ typedef struct store_meas {
 	const double *times;     /* nrepeat values, may be NULL if nrepeat == 0 */
 	double compile_s;
 	double at;               /* 0 means now */
+	double load;             /* load average per CPU before the timed runs; <= 0:
+	                            unknown (stored as NULL) */
 } store_meas;
 int store_meas_add(tk_store *s, const store_meas *m, int64_t *id);
 
@@ -89,6 +91,7 @@ typedef struct store_rec {
 	int64_t idx;            /* -1 if NULL */
 	double flops, mean, std, median, compile_s, at;
 	int number, nrepeat;
+	double load;            /* load average per CPU when timed, -1 if unknown */
 } store_rec;
 /* Callback: return 0 to continue, non-zero to stop (that value is returned
  * by the query function as its result). */

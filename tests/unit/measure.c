@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +17,7 @@
 
 #include "measure/build.h"
 #include "measure/run.h"
+#include "measure/sha256.h"
 #include "measure/target.h"
 #include "util/util.h"
 #include "unit.h"
@@ -128,30 +131,57 @@ static int count_files(const char *dir, const char *s)
 	return n;
 }
 
-static void remove_dir(const char *dir)
+/* Build n jobs for target t in the cache dir; returns build_run's code. */
+static int build_in(const tk_target *t, const char *dir, build_job *jobs, int n, int njobs,
+                    double timeout_s)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[512];
-	while (d && (e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
+	build_opts o = { dir, 0, njobs, timeout_s };
+	return build_run(t, &o, jobs, n);
 }
 
-/* Build one source with the native target; returns the status. */
+/* Build one source with the native target; returns the status. The job's
+ * descriptor is closed. */
 static int build1(const char *src, build_job *job, double timeout_s)
 {
 	memset(job, 0, sizeof *job);
 	job->src = src;
-	int rc = build_run(&native, cache, job, 1, 1, timeout_s);
+	int rc = build_in(&native, cache, job, 1, 1, timeout_s);
 	CHECK_EQ_INT(rc, TK_OK);
+	CHECK(job->status == BUILD_OK ? job->fd >= 0 : job->fd == -1);
+	build_jobs_close(job, 1);
 	return job->status;
+}
+
+/* Write text to path, replacing what is there. */
+static void put_file(const char *path, const char *text, mode_t mode)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK_EQ_INT(write(fd, text, strlen(text)), (long long)strlen(text));
+		fchmod(fd, mode);
+		close(fd);
+	}
+}
+
+/* Copy the file from to to (replacing it), with mode. */
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+	static char buf[1 << 20];
+	int in = open(from, O_RDONLY);
+	ssize_t n = in >= 0 ? read(in, buf, sizeof buf - 1) : -1;
+	CHECK(n > 0);
+	if (in >= 0)
+		close(in);
+	buf[n > 0 ? n : 0] = 0;
+	unlink(to);
+	int fd = open(to, O_WRONLY | O_CREAT | O_EXCL, mode);
+	CHECK(fd >= 0 && write(fd, buf, (size_t)(n > 0 ? n : 0)) == n);
+	if (fd >= 0) {
+		fchmod(fd, mode);
+		close(fd);
+	}
 }
 
 /* ---- target --------------------------------------------------------- */
@@ -289,16 +319,354 @@ TEST(test_build_cache)
 	CHECK_EQ_INT(tk_target_parse("cpu:opt=-O2", &o2), TK_OK);
 	memset(&again, 0, sizeof again);
 	again.src = k_good;
-	CHECK_EQ_INT(build_run(&o2, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(build_in(&o2, cache, &again, 1, 1, 30), TK_OK);
 	CHECK_EQ_INT(again.status, BUILD_OK);
 	CHECK_EQ_INT(again.cached, 0);
 	CHECK(strcmp(again.so, job.so) != 0);
+	build_jobs_close(&again, 1);
+	CHECK_EQ_INT(again.fd, -1);
 
 	/* A cache directory that cannot be created. */
 	memset(&again, 0, sizeof again);
 	again.src = k_good;
-	CHECK_EQ_INT(build_run(&native, "/proc/tunekit-no/such", &again, 1, 1, 30), TK_EIO);
+	CHECK_EQ_INT(build_in(&native, "/proc/tunekit-no/such", &again, 1, 1, 30), TK_EIO);
 	CHECK(again.status != BUILD_OK);
+	CHECK_EQ_INT(again.fd, -1);
+}
+
+TEST(test_sha256)
+{
+	/* FIPS 180-4 examples and the million a's, in one and in odd pieces. */
+	char hex[SHA256_HEX];
+	sha256_hex("abc", 3, hex);
+	CHECK_EQ_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	sha256_hex("", 0, hex);
+	CHECK_EQ_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	const char *s = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	sha256_hex(s, strlen(s), hex);
+	CHECK_EQ_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	static char a[1000000];
+	memset(a, 'a', sizeof a);
+	sha256_ctx c;
+	unsigned char d[32];
+	sha256_init(&c);
+	for (size_t off = 0, k = 1; off < sizeof a; off += k, k = k * 3 % 1000 + 1)
+		sha256_update(&c, a + off, off + k <= sizeof a ? k : sizeof a - off);
+	sha256_final(&c, d);
+	sha256_tohex(d, hex);
+	CHECK_EQ_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+/* The cache directory must be private: created 0700; a link, a directory of
+ * someone else's or one others may write is refused; one others may only
+ * read is made private. */
+TEST(test_cache_dir)
+{
+	char dir[128], link[200], sub[200];
+	struct stat st;
+	build_job job;
+	snprintf(dir, sizeof dir, "%s/dirs", cache);
+	CHECK_EQ_INT(mkdir(dir, 0700), 0);
+
+	snprintf(sub, sizeof sub, "%s/new/deeper", dir);
+	CHECK_EQ_INT(build_cache_prepare(sub), TK_OK);
+	CHECK(lstat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
+	snprintf(sub, sizeof sub, "%s/new", dir);
+	CHECK(lstat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
+
+	/* A link to a private directory of ours: still refused. */
+	snprintf(link, sizeof link, "%s/link", dir);
+	CHECK_EQ_INT(symlink(sub, link), 0);
+	CHECK_EQ_INT(build_cache_prepare(link), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "symbolic link") != NULL);
+	char slash[256];
+	snprintf(slash, sizeof slash, "%s//", link);
+	CHECK_EQ_INT(build_cache_prepare(slash), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "symbolic link") != NULL);
+	memset(&job, 0, sizeof job);
+	job.src = k_good;
+	CHECK_EQ_INT(build_in(&native, link, &job, 1, 1, 30), TK_EIO);
+	CHECK(job.status != BUILD_OK && job.fd == -1);
+
+	/* Writable by others: refused, left as it is. */
+	snprintf(sub, sizeof sub, "%s/shared", dir);
+	CHECK_EQ_INT(mkdir(sub, 0700), 0);
+	CHECK_EQ_INT(chmod(sub, 0777), 0);
+	CHECK_EQ_INT(build_cache_prepare(sub), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "writable by others") != NULL);
+	CHECK(lstat(sub, &st) == 0 && (st.st_mode & 0777) == 0777);
+	CHECK_EQ_INT(chmod(sub, 0770), 0);
+	CHECK_EQ_INT(build_cache_prepare(sub), TK_EIO);
+
+	/* Readable by others (an older tunekit's 0755): made private. */
+	CHECK_EQ_INT(chmod(sub, 0755), 0);
+	CHECK_EQ_INT(build_cache_prepare(sub), TK_OK);
+	CHECK(lstat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
+
+	/* Not a directory. */
+	snprintf(sub, sizeof sub, "%s/file", dir);
+	put_file(sub, "x", 0600);
+	CHECK_EQ_INT(build_cache_prepare(sub), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "not a directory") != NULL);
+
+	/* In a directory anyone may write to, without the sticky bit. */
+	snprintf(sub, sizeof sub, "%s/open", dir);
+	CHECK_EQ_INT(mkdir(sub, 0700), 0);
+	CHECK_EQ_INT(chmod(sub, 0777), 0);
+	snprintf(link, sizeof link, "%s/open/c", dir);
+	CHECK_EQ_INT(build_cache_prepare(link), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "anyone may write") != NULL);
+	CHECK_EQ_INT(chmod(sub, 01777), 0);
+	CHECK_EQ_INT(build_cache_prepare(link), TK_OK);
+
+	/* Someone else's directory (only root can make one to test with). */
+	struct passwd *pw = getpwnam("nobody");
+	if (geteuid() == 0 && pw) {
+		snprintf(sub, sizeof sub, "%s/theirs", dir);
+		CHECK_EQ_INT(mkdir(sub, 0700), 0);
+		CHECK_EQ_INT(chown(sub, pw->pw_uid, pw->pw_gid), 0);
+		CHECK_EQ_INT(build_cache_prepare(sub), TK_EIO);
+		CHECK(strstr(tk_errmsg(), "not to you") != NULL);
+	}
+}
+
+/* The default location never is a path another user could have made for
+ * us: without HOME it is the password entry's home. */
+TEST(test_cache_default_nohome)
+{
+	char *old[3];
+	const char *names[3] = { "TUNEKIT_CACHE", "XDG_CACHE_HOME", "HOME" };
+	for (int i = 0; i < 3; i++) {
+		old[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+		unsetenv(names[i]);
+	}
+	struct passwd *pw = getpwuid(geteuid());
+	char want[4200];
+	if (pw && pw->pw_dir[0] == '/' && pw->pw_dir[1] && access(pw->pw_dir, W_OK) == 0)
+		snprintf(want, sizeof want, "%s/.cache/tunekit", pw->pw_dir);
+	else
+		snprintf(want, sizeof want, "/tmp/tunekit-cache-%u", (unsigned)geteuid());
+	CHECK_EQ_STR(build_default_cache(), want);
+	setenv("HOME", "relative/home", 1);
+	CHECK_EQ_STR(build_default_cache(), want);
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	CHECK_EQ_STR(build_default_cache(), "/xdg/tunekit");
+	for (int i = 0; i < 3; i++) {
+		if (old[i])
+			setenv(names[i], old[i], 1);
+		else
+			unsetenv(names[i]);
+		free(old[i]);
+	}
+}
+
+/* Replace the object of a cached kernel (the way another user would have
+ * planted one): never served, removed and rebuilt. */
+TEST(test_cache_planted)
+{
+	static const char evil[] = ABI NOWS KERNEL
+		"{ for (int i = 0; i < 1000; i++) b[0][i] = 666.0f; }\n";
+	static const char victim[] = ABI NOWS KERNEL
+		"{ for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f; /* victim */ }\n";
+	build_job bad, job, again;
+	char side[4200], hex[SHA256_HEX], line[SHA256_HEX + 1];
+	CHECK_EQ_INT(build1(evil, &bad, 30), BUILD_OK);
+	CHECK_EQ_INT(build1(victim, &job, 30), BUILD_OK);
+	snprintf(side, sizeof side, "%.4090s", job.so);
+	snprintf(side + strlen(side) - 3, sizeof side - strlen(side) + 3, ".sha256");
+
+	/* 1. A different object under the victim's name: its hash is wrong. */
+	copy_file(bad.so, job.so, 0600);
+	memset(&again, 0, sizeof again);
+	again.src = victim;
+	CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(again.status, BUILD_OK);
+	CHECK_EQ_INT(again.cached, 0);
+	CHECK_EQ_INT(again.refused, 1);
+	CHECK_EQ_STR(again.sha256, job.sha256);
+	build_jobs_close(&again, 1);
+
+	/* 2. ... with a sidecar that matches it: the object is writable by others. */
+	copy_file(bad.so, job.so, 0666);
+	chmod(job.so, 0666);
+	snprintf(line, sizeof line, "%s\n", bad.sha256);
+	put_file(side, line, 0600);
+	memset(&again, 0, sizeof again);
+	again.src = victim;
+	CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(again.refused, 1);
+	CHECK_EQ_INT(again.cached, 0);
+	CHECK_EQ_STR(again.sha256, job.sha256);
+	build_jobs_close(&again, 1);
+
+	/* 3. A link in place of the object, or of the sidecar. */
+	unlink(job.so);
+	CHECK_EQ_INT(symlink(bad.so, job.so), 0);
+	memset(&again, 0, sizeof again);
+	again.src = victim;
+	CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(again.refused, 1);
+	CHECK_EQ_STR(again.sha256, job.sha256);
+	build_jobs_close(&again, 1);
+	unlink(side);
+	CHECK_EQ_INT(symlink("/etc/passwd", side), 0);
+	memset(&again, 0, sizeof again);
+	again.src = victim;
+	CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(again.refused, 1);
+	build_jobs_close(&again, 1);
+
+	/* 4. A FIFO in place of the sidecar does not block the lookup. */
+	unlink(side);
+	CHECK_EQ_INT(mkfifo(side, 0600), 0);
+	memset(&again, 0, sizeof again);
+	again.src = victim;
+	CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(again.refused, 1);
+	build_jobs_close(&again, 1);
+
+	/* 5. An object and sidecar owned by someone else (root can make them). */
+	struct passwd *pw = getpwnam("nobody");
+	if (geteuid() == 0 && pw) {
+		copy_file(bad.so, job.so, 0644);
+		snprintf(line, sizeof line, "%s\n", bad.sha256);
+		put_file(side, line, 0644);
+		CHECK_EQ_INT(chown(job.so, pw->pw_uid, pw->pw_gid), 0);
+		CHECK_EQ_INT(chown(side, pw->pw_uid, pw->pw_gid), 0);
+		memset(&again, 0, sizeof again);
+		again.src = victim;
+		CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+		CHECK_EQ_INT(again.refused, 1);
+		CHECK_EQ_STR(again.sha256, job.sha256);
+		build_jobs_close(&again, 1);
+	}
+
+	/* After all that the entry is sound again: served from the cache. */
+	memset(&again, 0, sizeof again);
+	again.src = victim;
+	CHECK_EQ_INT(build_in(&native, cache, &again, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(again.cached, 1);
+	CHECK_EQ_INT(again.refused, 0);
+	CHECK(again.fd >= 0);
+	int fd = open(again.so, O_RDONLY);
+	struct stat st;
+	CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
+	if (fd >= 0)
+		close(fd);
+	sha256_hex("", 0, hex);
+	CHECK(strcmp(again.sha256, hex) != 0);
+	build_jobs_close(&again, 1);
+}
+
+TEST(test_parse_size)
+{
+	int64_t v;
+	CHECK_EQ_INT(build_parse_size("0", &v), TK_OK);
+	CHECK_EQ_INT(v, 0);
+	CHECK_EQ_INT(build_parse_size("1234", &v), TK_OK);
+	CHECK_EQ_INT(v, 1234);
+	CHECK_EQ_INT(build_parse_size("10k", &v), TK_OK);
+	CHECK_EQ_INT(v, 10240);
+	CHECK_EQ_INT(build_parse_size("3M", &v), TK_OK);
+	CHECK_EQ_INT(v, 3 << 20);
+	CHECK_EQ_INT(build_parse_size("1GiB", &v), TK_OK);
+	CHECK_EQ_INT(v, 1 << 30);
+	CHECK_EQ_INT(build_parse_size("2TB", &v), TK_OK);
+	CHECK_EQ_INT(v, INT64_C(2) << 40);
+	CHECK_EQ_INT(build_parse_size("512B", &v), TK_OK);
+	CHECK_EQ_INT(v, 512);
+	const char *bad[] = { "", "-1", "1.5G", "G", "1X", "1Gi", "99999999999T", " 1" };
+	for (int i = 0; i < ArraySize(bad); i++) {
+		CHECK_EQ_INT(build_parse_size(bad[i], &v), TK_EINVAL);
+		CHECK(strstr(tk_errmsg(), "bad size") != NULL);
+	}
+}
+
+/* Set the modification time of every file of the entry of so to t. */
+static void age_entry(const char *so, double t)
+{
+	char path[4200];
+	const char *ext[] = { ".so", ".c", ".sha256" };
+	struct timespec ts[2] = { { (time_t)t, 0 }, { (time_t)t, 0 } };
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%.*s%s", (int)strlen(so) - 3, so, ext[i]);
+		CHECK_EQ_INT(utimensat(AT_FDCWD, path, ts, 0), 0);
+	}
+}
+
+/* The cache keeps under its limit by dropping the least recently used
+ * kernels, and a hit counts as a use. */
+TEST(test_cache_trim)
+{
+	char dir[128], junk[200], stale[200];
+	enum { NK = 4 };
+	char src[NK][256];
+	build_job jobs[NK];
+	build_cache_info info, gone;
+	snprintf(dir, sizeof dir, "%s/lru", cache);
+	memset(jobs, 0, sizeof jobs);
+	for (int i = 0; i < NK; i++) {
+		snprintf(src[i], sizeof src[i], ABI NOWS KERNEL
+		         "{ for (int i = 0; i < 1000; i++) b[0][i] = %d.5f; }\n", i);
+		jobs[i].src = src[i];
+	}
+	CHECK_EQ_INT(build_in(&native, dir, jobs, NK, 2, 30), TK_OK);
+	build_jobs_close(jobs, NK);
+	/* Not ours: never counted or removed. A stale in-flight file: removed. */
+	snprintf(junk, sizeof junk, "%s/notes.txt", dir);
+	put_file(junk, "keep me", 0600);
+	snprintf(stale, sizeof stale, "%s/0123456789abcdef0123456789abcdef.so.tmp.1.1", dir);
+	put_file(stale, "half an object", 0600);
+	struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
+	CHECK_EQ_INT(utimensat(AT_FDCWD, stale, old, 0), 0);
+
+	double now = tk_walltime();
+	for (int i = 0; i < NK; i++)
+		age_entry(jobs[i].so, now - 1000 + 100 * i); /* 0 oldest, 3 newest */
+	CHECK_EQ_INT(build_cache_stat(dir, &info), TK_OK);
+	CHECK_EQ_INT(info.entries, NK);
+	CHECK_EQ_INT(info.files, 3 * NK + 1);
+	CHECK_EQ_INT(info.stale, 1);
+	CHECK(info.oldest < info.newest && info.newest < now);
+	int64_t per = (info.bytes - (int64_t)strlen("half an object")) / NK;
+
+	/* A hit on kernel 0 makes it the most recently used. */
+	build_job hit;
+	memset(&hit, 0, sizeof hit);
+	hit.src = src[0];
+	CHECK_EQ_INT(build_in(&native, dir, &hit, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(hit.cached, 1);
+	build_jobs_close(&hit, 1);
+
+	/* Room for a little more than two: kernels 1 and 2 go. */
+	CHECK_EQ_INT(build_cache_trim(dir, 2 * per + per / 2, &gone), TK_OK);
+	CHECK_EQ_INT(gone.entries, 2);
+	CHECK_EQ_INT(gone.stale, 1);
+	CHECK(!file_exists(jobs[1].so) && !file_exists(jobs[2].so));
+	CHECK(file_exists(jobs[0].so) && file_exists(jobs[3].so));
+	CHECK(!file_exists(stale) && file_exists(junk));
+	CHECK_EQ_INT(build_cache_stat(dir, &info), TK_OK);
+	CHECK_EQ_INT(info.entries, 2);
+	CHECK_EQ_INT(info.stale, 0);
+	CHECK(info.bytes <= 2 * per + per / 2);
+
+	/* Everything. */
+	CHECK_EQ_INT(build_cache_trim(dir, 0, &gone), TK_OK);
+	CHECK_EQ_INT(gone.entries, 2);
+	CHECK_EQ_INT(build_cache_stat(dir, &info), TK_OK);
+	CHECK_EQ_INT(info.entries, 0);
+	CHECK_EQ_INT(info.bytes, 0);
+	CHECK(file_exists(junk));
+
+	/* A build keeps the cache under the limit it is given. */
+	build_opts o = { dir, 2 * per + per / 2, 2, 30 };
+	memset(jobs, 0, sizeof jobs);
+	for (int i = 0; i < NK; i++)
+		jobs[i].src = src[i];
+	CHECK_EQ_INT(build_run(&native, &o, jobs, NK), TK_OK);
+	build_jobs_close(jobs, NK);
+	CHECK_EQ_INT(build_cache_stat(dir, &info), TK_OK);
+	CHECK(info.entries <= 2 && info.bytes <= 2 * per + per / 2);
 }
 
 TEST(test_build_error)
@@ -371,7 +739,7 @@ TEST(test_build_parallel)
 		jobs[i].src = src[i];
 	}
 	double t0 = tk_now();
-	CHECK_EQ_INT(build_run(&native, cache, jobs, NJ, 2, 30), TK_OK);
+	CHECK_EQ_INT(build_in(&native, cache, jobs, NJ, 2, 30), TK_OK);
 	double dt = tk_now() - t0, sum = 0;
 	for (int i = 0; i < NJ; i++) {
 		CHECK_EQ_INT(jobs[i].status, BUILD_OK);
@@ -386,6 +754,9 @@ TEST(test_build_parallel)
 	}
 	CHECK_EQ_STR(jobs[4].so, jobs[1].so);
 	CHECK_EQ_INT(jobs[4].cached, 1);
+	CHECK_EQ_STR(jobs[4].sha256, jobs[1].sha256);
+	CHECK(jobs[4].fd >= 0 && jobs[4].fd != jobs[1].fd);
+	build_jobs_close(jobs, NJ);
 	/* Two at a time: the wall time is well under the sum of compile times. */
 	CHECK(dt < 0.85 * sum);
 	/* Nothing in flight is left behind. */
@@ -409,7 +780,7 @@ static run_result res;
 static int run1(int k, const run_opts *o)
 {
 	run_io io = make_io();
-	int rc = run_kernel(kernels[k].so, &native, &io, o, &res);
+	int rc = run_kernel(&kernels[k], &native, &io, o, &res);
 	CHECK_EQ_INT(rc, TK_OK);
 	return res.error;
 }
@@ -418,7 +789,7 @@ TEST(test_run_build_kernels)
 {
 	for (int i = 0; i < NKERNEL; i++)
 		kernels[i].src = kernel_src[i];
-	CHECK_EQ_INT(build_run(&native, cache, kernels, NKERNEL, 2, 60), TK_OK);
+	CHECK_EQ_INT(build_in(&native, cache, kernels, NKERNEL, 2, 60), TK_OK);
 	for (int i = 0; i < NKERNEL; i++) {
 		if (kernels[i].status != BUILD_OK)
 			fprintf(stderr, "kernel %d: %s\n", i, kernels[i].msg);
@@ -563,11 +934,159 @@ TEST(test_run_crashes)
 	CHECK(strstr(res.msg, "workspace too large") != NULL);
 
 	run_io io = make_io();
-	char missing[128];
-	snprintf(missing, sizeof missing, "%s/missing.so", cache);
-	CHECK_EQ_INT(run_kernel(missing, &native, &io, &o, &res), TK_OK);
+	build_job missing = kernels[K_GOOD];
+	missing.fd = -1;
+	snprintf(missing.so, sizeof missing.so, "%s/missing.so", cache);
+	CHECK_EQ_INT(run_kernel(&missing, &native, &io, &o, &res), TK_OK);
 	CHECK_EQ_INT(res.error, MEAS_RUNTIME_CRASH);
-	CHECK(strstr(res.msg, "dlopen") != NULL);
+	CHECK(strstr(res.msg, "cannot open") != NULL && strstr(res.msg, "missing.so") != NULL);
+}
+
+/* The child checks the object it loads: changed after the build (even in
+ * place, through the same file), it is refused, not run. */
+TEST(test_run_refuses)
+{
+	run_opts o;
+	run_opts_default(&o);
+	o.repeat = 1;
+	run_io io = make_io();
+	build_job job;
+	memset(&job, 0, sizeof job);
+	job.src = k_good2;
+	static const char other[] = ABI NOWS KERNEL
+		"{ for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f; /* other */ }\n";
+	build_job ok;
+	memset(&ok, 0, sizeof ok);
+	ok.src = other;
+	CHECK_EQ_INT(build_in(&native, cache, &job, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(build_in(&native, cache, &ok, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(run_kernel(&job, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_OK);
+
+	/* The recorded hash is another object's: refused. */
+	build_job wrong = job;
+	memcpy(wrong.sha256, ok.sha256, sizeof wrong.sha256);
+	CHECK_EQ_INT(run_kernel(&wrong, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_RUNTIME_CRASH);
+	CHECK(strstr(res.msg, "SHA-256 mismatch") != NULL);
+
+	/* Through the path, without a descriptor: a link is not followed. */
+	build_job bylink = ok;
+	bylink.fd = -1;
+	snprintf(bylink.so, sizeof bylink.so, "%s/link.so", cache);
+	CHECK_EQ_INT(symlink(ok.so, bylink.so), 0);
+	CHECK_EQ_INT(run_kernel(&bylink, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_RUNTIME_CRASH);
+	CHECK(strstr(res.msg, "cannot open") != NULL);
+	unlink(bylink.so);
+	build_job bypath = ok;
+	bypath.fd = -1;
+	CHECK_EQ_INT(run_kernel(&bypath, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_OK);
+
+	/* Modified in place after the build: refused. */
+	int fd = open(job.so, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, "\x7f" "ELF\2", 5, 200) == 5);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_INT(run_kernel(&job, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_RUNTIME_CRASH);
+	CHECK(strstr(res.msg, "refused") != NULL);
+	/* ... and by the next build, which compiles it again. */
+	build_jobs_close(&job, 1);
+	memset(&job, 0, sizeof job);
+	job.src = k_good2;
+	CHECK_EQ_INT(build_in(&native, cache, &job, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(job.refused, 1);
+	CHECK_EQ_INT(run_kernel(&job, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_OK);
+	build_jobs_close(&job, 1);
+	build_jobs_close(&ok, 1);
+}
+
+/* The measurement lock: one holder at a time, the holder's pid in the file,
+ * waiters told who holds it and able to give up. */
+static int nwait;
+static long seen_holder;
+
+static int wait_counter(void *ctx, const char *path, double waited, long holder)
+{
+	nwait++;
+	seen_holder = holder;
+	return nwait >= *(int *)ctx;
+}
+
+TEST(test_run_lock)
+{
+	char path[256], log[128], rt[128], def[4200];
+	run_lock *a, *b;
+	snprintf(path, sizeof path, "%s/measure.lock", cache);
+	snprintf(log, sizeof log, "%s/lock.log", cache);
+	CHECK_EQ_INT(run_lock_open(path, &a), TK_OK);
+	CHECK_EQ_INT(run_lock_open(path, &b), TK_OK);
+	CHECK_EQ_STR(run_lock_path(a), path);
+	setenv("TUNEKIT_MEASURE_LOG", log, 1);
+	CHECK_EQ_INT(run_lock_acquire(a, NULL, NULL), TK_OK);
+	int stop = 3;
+	double t0 = tk_now();
+	CHECK_EQ_INT(run_lock_acquire(b, wait_counter, &stop), TK_EINTR);
+	CHECK(tk_now() - t0 >= 0.5);
+	CHECK_EQ_INT(nwait, 3);
+	CHECK_EQ_INT(seen_holder, getpid());
+	CHECK(strstr(tk_errmsg(), "measurement lock") != NULL);
+	/* Another process cannot take it either, until it is released. */
+	int fd = open(path, O_RDONLY);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : 1);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	run_lock_release(a);
+	CHECK_EQ_INT(run_lock_acquire(b, NULL, NULL), TK_OK);
+	run_lock_close(b);
+	CHECK_EQ_INT(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+	run_lock_close(a);
+	unsetenv("TUNEKIT_MEASURE_LOG");
+	/* Two holds logged, one after the other. */
+	FILE *f = fopen(log, "r");
+	long p1 = 0, p2 = 0;
+	double s1 = 0, e1 = 0, s2 = 0, e2 = 0;
+	CHECK(f && fscanf(f, "%ld %lf %lf %ld %lf %lf", &p1, &s1, &e1, &p2, &s2, &e2) == 6);
+	if (f)
+		fclose(f);
+	CHECK(p1 == getpid() && p2 == getpid());
+	CHECK(s1 <= e1 && e1 <= s2 && s2 <= e2);
+
+	/* Not through a link; not a directory. */
+	char link[160];
+	snprintf(link, sizeof link, "%s/lock.link", cache);
+	CHECK_EQ_INT(symlink(path, link), 0);
+	CHECK_EQ_INT(run_lock_open(link, &a), TK_EIO);
+	CHECK_EQ_INT(run_lock_open(cache, &a), TK_EIO);
+
+	/* The default: in a private directory under XDG_RUNTIME_DIR. */
+	char *old = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+	snprintf(rt, sizeof rt, "%s/runtime", cache);
+	CHECK_EQ_INT(mkdir(rt, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", rt, 1);
+	CHECK_EQ_INT(run_lock_default(def, sizeof def), TK_OK);
+	snprintf(path, sizeof path, "%s/tunekit/measure.lock", rt);
+	CHECK_EQ_STR(def, path);
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/tunekit", rt);
+	CHECK(lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700);
+	CHECK_EQ_INT(chmod(path, 0777), 0);
+	CHECK_EQ_INT(run_lock_default(def, sizeof def), TK_EIO);
+	CHECK(strstr(tk_errmsg(), "measurement lock directory") != NULL);
+	CHECK(strstr(tk_errmsg(), "writable by others") != NULL);
+	CHECK_EQ_INT(chmod(path, 0700), 0);
+	if (old)
+		setenv("XDG_RUNTIME_DIR", old, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+	free(old);
 }
 
 TEST(test_run_timeout)
@@ -604,7 +1123,7 @@ TEST(test_run_wrong)
 	/* A tolerance wide enough to accept the wrong element. */
 	run_io io = make_io();
 	io.atol = 100;
-	CHECK_EQ_INT(run_kernel(kernels[K_WRONG].so, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(run_kernel(&kernels[K_WRONG], &native, &io, &o, &res), TK_OK);
 	CHECK_EQ_INT(res.error, MEAS_OK);
 	CHECK(res.max_err > 0.3 && res.max_err <= 1);
 }
@@ -628,7 +1147,7 @@ TEST(test_run_threads)
 	build_job job;
 	memset(&job, 0, sizeof job);
 	job.src = k_omp;
-	CHECK_EQ_INT(build_run(&t2, cache, &job, 1, 1, 30), TK_OK);
+	CHECK_EQ_INT(build_in(&t2, cache, &job, 1, 1, 30), TK_OK);
 	CHECK_EQ_INT(job.status, BUILD_OK);
 	if (job.status != BUILD_OK)
 		fprintf(stderr, "omp kernel: %s\n", job.msg);
@@ -639,7 +1158,7 @@ TEST(test_run_threads)
 	/* The target's thread count wins over the caller's environment. */
 	char *old = getenv("OMP_NUM_THREADS") ? strdup(getenv("OMP_NUM_THREADS")) : NULL;
 	setenv("OMP_NUM_THREADS", "1", 1);
-	CHECK_EQ_INT(run_kernel(job.so, &t2, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(run_kernel(&job, &t2, &io, &o, &res), TK_OK);
 	CHECK_EQ_INT(res.error, MEAS_OK);
 	if (res.error)
 		fprintf(stderr, "omp kernel: %s\n", res.msg);
@@ -649,8 +1168,9 @@ TEST(test_run_threads)
 		unsetenv("OMP_NUM_THREADS");
 	free(old);
 	/* The same kernel with one thread: wrong (it checks the thread count). */
-	CHECK_EQ_INT(run_kernel(job.so, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(run_kernel(&job, &native, &io, &o, &res), TK_OK);
 	CHECK_EQ_INT(res.error, MEAS_WRONG_ANSWER);
+	build_jobs_close(&job, 1);
 }
 
 static void setup(void)
@@ -666,13 +1186,39 @@ static void setup(void)
 	}
 }
 
+/* Remove dir and everything under it. */
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[512];
+	struct stat st;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			chmod(path, 0700);
+			remove_tree(path);
+		} else {
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
 static void teardown(void)
 {
-	remove_dir(cache);
+	build_jobs_close(kernels, NKERNEL);
+	remove_tree(cache);
 }
 
 UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_default_cache, test_build_cache, test_build_error, test_build_timeout,
-          test_build_parallel, test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
-          test_run_crashes,
+          test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
+          test_cache_planted, test_parse_size, test_cache_trim,
+          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
+          test_run_crashes, test_run_refuses, test_run_lock,
           test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)

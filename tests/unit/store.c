@@ -563,6 +563,9 @@ TEST(test_migrate_v1)
 	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM task"), 1);
 	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM foreign_record"), 0);
 	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM run_log"), 0);
+	/* version 3: the measurement's load */
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM pragma_table_info('measurement')"
+	                                  " WHERE name = 'load'"), 1);
 	store_close(s);
 	/* and opens again without migrating */
 	CHECK_EQ_INT(store_open(path, STORE_READONLY, &s), TK_OK);
