@@ -33,7 +33,7 @@
 
 #include <stdint.h>
 
-#include "measure/target.h"
+#include "base/target.h"
 #include "store/store.h"
 #include "task/te.h"
 #include "util/util.h"

@@ -7,7 +7,7 @@
 
 #include "emit_c.h"
 #include "ir/ir.h"
-#include "measure/target.h"
+#include "base/target.h"
 #include "schedule/sched.h"
 #include "space/space.h"
 

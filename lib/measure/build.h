@@ -21,8 +21,8 @@
 
 #include <stdint.h>
 
+#include "base/target.h"
 #include "sha256.h"
-#include "target.h"
 
 enum {
 	BUILD_OK = 0,

@@ -15,8 +15,8 @@
 
 #include "build.h"
 #include "run.h"
+#include "base/target.h"
 #include "space/space.h"
-#include "target.h"
 #include "task/te.h"
 
 /* Wall seconds of ms_measure's phases and what its builds did. */

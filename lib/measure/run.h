@@ -39,9 +39,9 @@
 
 #include <stddef.h>
 
+#include "base/meas.h"
+#include "base/target.h"
 #include "build.h"
-#include "meas.h"
-#include "target.h"
 
 #define RUN_MAXREPEAT 64
 

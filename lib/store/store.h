@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "../measure/meas.h"
+#include "base/meas.h"
 
 typedef struct tk_store tk_store;
 typedef struct sqlite3 sqlite3;
@@ -69,7 +69,7 @@ int store_run_end(tk_store *s, int64_t id); /* sets ended = now */
 typedef struct store_meas {
 	int64_t config_id, hardware_id, run_id; /* run_id 0 stores NULL */
 	int trial;
-	int valid, error;        /* error: MEAS_* from meas.h */
+	int valid, error;        /* error: MEAS_* of base/meas.h */
 	const char *message;     /* may be NULL */
 	double mean, std, median;/* seconds; ignored (NULL) when !valid */
 	int number, nrepeat;

@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/target.h"
 #include "measure/build.h"
 #include "measure/run.h"
 #include "measure/sha256.h"
-#include "measure/target.h"
 #include "util/util.h"
 #include "unit.h"
 

@@ -1,6 +1,10 @@
 /*
  * target: the hardware a kernel is built for and measured on.
  *
+ * It lives in lib/base, under both codegen (which builds for a target) and
+ * measure (which builds and runs kernels through codegen), so that codegen
+ * need not include measure for it.
+ *
  * A target spec names a CPU configuration this machine can act as:
  *
  *     native                          best ISA of this CPU, 1 thread, cc

@@ -1,7 +1,8 @@
 /*
  * meas: the outcome codes of one measurement, shared by the harness that
  * produces them and the store that keeps them. They are AutoTVM's
- * MeasureErrorNo numbers, so logs translate one to one.
+ * MeasureErrorNo numbers, so logs translate one to one. In lib/base, under
+ * both measure and store, so neither includes the other for them.
  */
 #ifndef TK_MEAS_H
 #define TK_MEAS_H
