@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "codegen/export.h"
 #include "import/autotvm.h"
+#include "store/store_report.h"
 #include "task/network.h"
 
 static const char *const usage[] = {
@@ -169,7 +170,7 @@ static int export_all(tk_ctx *ctx, const wanted *w, const tk_target *tg)
 
 	if ((status = tk_ctx_store(ctx, &st)))
 		return status;
-	rc = ex_hardware_find(st, o.hardware, tg->key, &hw, &hw_key, &spec);
+	rc = store_hardware_find(st, o.hardware, tg->key, &hw, &hw_key, &spec);
 	if (rc == TK_ENOTFOUND && !o.hardware) {
 		tk_fail(ctx, rc, "nothing to export: no records of this target (%s) in the store; "
 		        "measure first or give --hardware", tg->spec);

@@ -14,6 +14,7 @@
 
 #include "cmd.h"
 #include "report/report.h"
+#include "store/store_report.h"
 #include "task/network.h"
 #include "space/space.h"
 #include "task/te.h"
@@ -203,7 +204,7 @@ static int load_runs(tk_ctx *ctx, int dflt_latest, rp_run ***paRun, int *pn)
 		if (!o.run.n) {
 			if (!dflt_latest)
 				return tk_fail(ctx, TK_EINVAL, "compare needs --run ID (at least one)");
-			if ((rc = rp_latest_run(ctx->store, &id)))
+			if ((rc = store_run_latest(ctx->store, &id)))
 				return tk_fail(ctx, rc, NULL);
 		} else if (tk_parse_i64(o.run.v[i], &id) || id <= 0) {
 			return tk_fail(ctx, TK_EINVAL, "--run needs a run id, got '%s'", o.run.v[i]);

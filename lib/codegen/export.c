@@ -14,7 +14,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1077,61 +1076,6 @@ int ex_write_dir(const char *dir, const ex_kernel *k, int n, const tk_target *t)
 }
 
 /* ---- selection from the store ------------------------------------------------------ */
-
-static char *dup_col(sqlite3_stmt *st, int col, int *oom)
-{
-	const char *s = (const char *)sqlite3_column_text(st, col);
-	if (!s)
-		return NULL;
-	char *d = strdup(s);
-	if (!d)
-		*oom = 1;
-	return d;
-}
-
-int ex_hardware_find(tk_store *s, int64_t id, const char *key, int64_t *id_out,
-                     char **key_out, char **spec_out)
-{
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st = NULL;
-	int rc, oom = 0;
-	if (key_out)
-		*key_out = NULL;
-	if (spec_out)
-		*spec_out = NULL;
-	if (sqlite3_prepare_v2(db, id > 0 ? "SELECT id, key, spec FROM hardware WHERE id = ?1"
-	                                  : "SELECT id, key, spec FROM hardware WHERE key = ?1",
-	                       -1, &st, NULL) != SQLITE_OK)
-		return tk_seterr(TK_ESTORE, "store: %s", sqlite3_errmsg(db));
-	if (id > 0)
-		sqlite3_bind_int64(st, 1, id);
-	else
-		sqlite3_bind_text(st, 1, key ? key : "", -1, SQLITE_TRANSIENT);
-	int step = sqlite3_step(st);
-	if (step == SQLITE_ROW) {
-		*id_out = sqlite3_column_int64(st, 0);
-		if (key_out)
-			*key_out = dup_col(st, 1, &oom);
-		if (spec_out)
-			*spec_out = dup_col(st, 2, &oom);
-		rc = oom ? tk_seterr(TK_ENOMEM, "out of memory") : TK_OK;
-	} else if (step == SQLITE_DONE) {
-		rc = id > 0 ? tk_seterr(TK_ENOTFOUND, "no hardware %lld in the store", (long long)id)
-		            : tk_seterr(TK_ENOTFOUND, "no hardware '%s' in the store", key ? key : "");
-	} else {
-		rc = tk_seterr(TK_ESTORE, "store: %s", sqlite3_errmsg(db));
-	}
-	sqlite3_finalize(st);
-	if (rc && key_out) {
-		free(*key_out);
-		*key_out = NULL;
-	}
-	if (rc && spec_out) {
-		free(*spec_out);
-		*spec_out = NULL;
-	}
-	return rc;
-}
 
 typedef struct best_ctx {
 	ex_pick *p;

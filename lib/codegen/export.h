@@ -26,7 +26,8 @@
  *
  * The generators return malloc'd strings (lib/ never writes on its own);
  * ex_write_dir() writes a whole folder into a directory the caller names.
- * ex_hardware_find() and ex_best() select what to export from the store.
+ * ex_best() selects what to export from the store (store_hardware_find() of
+ * store/store_report.h finds the hardware).
  */
 #ifndef TK_EXPORT_H
 #define TK_EXPORT_H
@@ -117,14 +118,6 @@ char *ex_readme(const ex_kernel *k, int n, const tk_target *t);
 int ex_write_dir(const char *dir, const ex_kernel *k, int n, const tk_target *t);
 
 /* ---- what to export: selection from the store ---------------------------------- */
-
-/* Find a hardware row: by id when id > 0, otherwise by its key. On TK_OK
- * *id_out receives its id and *key_out, *spec_out (either may be NULL) its
- * key and target spec as malloc'd strings (*spec_out NULL when the store has
- * no spec: imported hardware). TK_ENOTFOUND when there is no such hardware;
- * TK_ESTORE, TK_ENOMEM. */
-int ex_hardware_find(tk_store *s, int64_t id, const char *key, int64_t *id_out,
-                     char **key_out, char **spec_out);
 
 /* The best valid record of a task on a hardware (store_best). */
 typedef struct ex_pick {

@@ -4,9 +4,8 @@
  * (which task, when, what latency) and one best-so-far curve per task.
  * Aggregate curves (a network, or the tasks every compared run covered) are
  * computed from the steps, and comparisons line up the curves of several
- * runs task by task. Store access goes through store.h and, for the two
- * queries store.h does not offer (a run's start, a task's best latency on a
- * hardware), the store's own connection.
+ * runs task by task. The store is read through store.h and store_report.h
+ * (a run's start, a task's best latency on a hardware).
  */
 #include "report.h"
 
@@ -15,8 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
+#include "store/store_report.h"
 #include "task/te.h"
 
 #define RP_FRACTION 0.95   /* "95% of the best known throughput" */
@@ -233,58 +231,18 @@ int rp_run_find(const rp_run *r, const char *task)
 
 /* ---- from the store ----------------------------------------------------------- */
 
-static int sql_err(sqlite3 *db)
-{
-	return tk_seterr(TK_ESTORE, "record store: %s", sqlite3_errmsg(db));
-}
-
-/* When run id started; TK_ENOTFOUND if there is no such run. */
-static int run_started(tk_store *s, int64_t id, double *started)
-{
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st;
-	int rc;
-	if (sqlite3_prepare_v2(db, "SELECT started FROM run WHERE id = ?1", -1, &st, NULL))
-		return sql_err(db);
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*started = sqlite3_column_double(st, 0);
-		rc = TK_OK;
-	} else if (rc == SQLITE_DONE) {
-		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)id);
-	} else {
-		rc = sql_err(db);
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
 /* The lowest valid median of every curve's task on its hardware. */
 static int run_best_known(tk_store *s, rp_run *r)
 {
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st;
-	int rc = TK_OK;
-	if (sqlite3_prepare_v2(db,
-	        "SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id"
-	        " WHERE c.task_id = ?1 AND m.hardware_id = ?2 AND m.valid AND m.median > 0",
-	        -1, &st, NULL))
-		return sql_err(db);
-	for (int i = 0; i < r->ncurve && !rc; i++) {
+	for (int i = 0; i < r->ncurve; i++) {
 		rp_curve *c = &r->curve[i];
-		sqlite3_bind_int64(st, 1, c->task_id);
-		sqlite3_bind_int64(st, 2, c->hardware_id);
-		int src = sqlite3_step(st);
-		if (src == SQLITE_ROW)
-			rp_curve_set_best(c, sqlite3_column_type(st, 0) == SQLITE_NULL
-			                         ? -1 : sqlite3_column_double(st, 0));
-		else if (src != SQLITE_DONE)
-			rc = sql_err(db);
-		sqlite3_reset(st);
+		double best;
+		int rc = store_task_best(s, c->task_id, c->hardware_id, &best);
+		if (rc)
+			return rc;
+		rp_curve_set_best(c, best);
 	}
-	sqlite3_finalize(st);
-	return rc;
+	return TK_OK;
 }
 
 static int load_rec(void *p, const store_rec *rec)
@@ -299,7 +257,7 @@ int rp_run_load(tk_store *s, int64_t id, rp_run **out)
 	int rc;
 	assert(s && out);
 	*out = NULL;
-	if ((rc = run_started(s, id, &started)) || (rc = builder_init(&b, id, started)))
+	if ((rc = store_run_started(s, id, &started)) || (rc = builder_init(&b, id, started)))
 		return rc;
 	if ((rc = store_run_records(s, id, load_rec, &b))) {
 		builder_abort(&b);
@@ -310,26 +268,6 @@ int rp_run_load(tk_store *s, int64_t id, rp_run **out)
 		rp_run_free(*out);
 		*out = NULL;
 	}
-	return rc;
-}
-
-int rp_latest_run(tk_store *s, int64_t *id)
-{
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st;
-	int rc;
-	if (sqlite3_prepare_v2(db, "SELECT MAX(id) FROM run", -1, &st, NULL))
-		return sql_err(db);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		*id = sqlite3_column_int64(st, 0);
-		rc = TK_OK;
-	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-		rc = tk_seterr(TK_ENOTFOUND, "the store has no runs");
-	} else {
-		rc = sql_err(db);
-	}
-	sqlite3_finalize(st);
 	return rc;
 }
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
+#include "store/store_models.h"
 
 const char *const rp_model_keys[RP_MODEL_NKEY] = {
 	"n_train", "feature", "objective", "holdout_rmse", "holdout_mse", "holdout_mse_d",
@@ -46,41 +46,42 @@ void rp_model_meta_parse(char *buf, const char **aVal)
 	}
 }
 
+/* rp_models' callback state: the caller's callback, and whether copying a
+ * meta text ran out of memory. */
+typedef struct models_ctx {
+	rp_model_cb cb;
+	void *ctx;
+	int oom;
+} models_ctx;
+
+static int models_row(void *p, const store_model *sm)
+{
+	models_ctx *x = p;
+	rp_model m;
+	char *buf = strdup(sm->meta);
+	int stop;
+	if (!buf) {
+		x->oom = 1;
+		return TK_ENOMEM;
+	}
+	m.id = sm->id;
+	m.kind = sm->kind;
+	m.hardware_id = sm->hardware_id;
+	m.created = sm->created;
+	rp_model_meta_parse(buf, m.val);
+	stop = x->cb(x->ctx, &m);
+	free(buf);
+	return stop;
+}
+
 int rp_models(tk_store *s, rp_model_cb cb, void *ctx)
 {
-	sqlite3 *db = store_db(s);
-	sqlite3_stmt *st;
-	int rc, stop = 0;
+	models_ctx x = { cb, ctx, 0 };
+	int rc;
 
 	assert(s && cb);
-	if (sqlite3_prepare_v2(db, "SELECT id, kind, hardware_id, created, meta FROM model"
-	                           " ORDER BY id", -1, &st, NULL))
-		return tk_seterr(TK_ESTORE, "record store: %s", sqlite3_errmsg(db));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rp_model m;
-		const char *meta = (const char *)sqlite3_column_text(st, 4);
-		char *buf = strdup(meta ? meta : "");
-		if (!buf) {
-			sqlite3_finalize(st);
-			return tk_seterr(TK_ENOMEM, "out of memory");
-		}
-		m.id = sqlite3_column_int64(st, 0);
-		m.kind = (const char *)sqlite3_column_text(st, 1);
-		m.hardware_id = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-		              : sqlite3_column_int64(st, 2);
-		m.created = sqlite3_column_double(st, 3);
-		rp_model_meta_parse(buf, m.val);
-		stop = cb(ctx, &m);
-		free(buf);
-		if (stop)
-			break;
-	}
-	if (stop)
-		rc = stop;
-	else if (rc == SQLITE_DONE)
-		rc = TK_OK;
-	else
-		rc = tk_seterr(TK_ESTORE, "record store: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
+	rc = store_models(s, models_row, &x);
+	if (x.oom)
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	return rc;
 }

@@ -101,10 +101,6 @@ void rp_curve_set_best(rp_curve *c, double best);
  * no such run; store errors as store.h. The caller frees *out. */
 int rp_run_load(tk_store *s, int64_t id, rp_run **out);
 
-/* The id of the most recent run (the highest id); TK_ENOTFOUND if the
- * store has no runs. */
-int rp_latest_run(tk_store *s, int64_t *id);
-
 /* The index of the curve of task (canonical key) in r, or -1. */
 int rp_run_find(const rp_run *r, const char *task);
 

@@ -20,7 +20,6 @@
 #include "base/meas.h"
 
 typedef struct tk_store tk_store;
-typedef struct sqlite3 sqlite3;
 
 #define STORE_VERSION 3
 
@@ -34,10 +33,6 @@ enum {
  * user_version newer than this build gives TK_ECORRUPT and *out = NULL. */
 int store_open(const char *path, int flags, tk_store **out);
 void store_close(tk_store *s); /* NULL is allowed */
-
-/* The underlying connection, for lib/ modules that need their own queries.
- * Owned by the store. */
-sqlite3 *store_db(tk_store *s);
 
 /* Transactions (BEGIN IMMEDIATE / COMMIT / ROLLBACK). Not nestable. */
 int store_begin(tk_store *s);

@@ -1,8 +1,10 @@
 /*
  * store_int: what the files of lib/store share and nothing outside it may
- * use: statement helpers and the SQLite-to-tunekit error mapping. Each
- * group of queries lives in its own file (store.c: open, runs and
- * measurements; features.c; foreign.c; tuning.c) on top of these.
+ * use (the white-box unit tests aside): the connection, statement helpers
+ * and the SQLite-to-tunekit error mapping. Each group of queries lives in
+ * its own file (store.c: open, runs and measurements; features.c;
+ * foreign.c; models.c; report.c; tuning.c) on top of these. This is the
+ * only header of tunekit that includes sqlite3.h.
  */
 #ifndef TK_STORE_INT_H
 #define TK_STORE_INT_H
@@ -11,6 +13,11 @@
 
 #include "store.h"
 #include "util/util.h"
+
+/* The store's connection, owned by the store. Only lib/store and the
+ * white-box unit tests (tests/unit) use it: every other module reads and
+ * writes the store through the functions of the public store headers. */
+sqlite3 *store_db(tk_store *s);
 
 /* Map SQLite result code rc to TK_ESTORE / TK_ECORRUPT with the message set
  * from the connection. Call before resetting the failed statement. */

@@ -17,6 +17,7 @@
 
 #include "features/feature.h"
 #include "store/store_features.h"
+#include "store/store_int.h"
 
 /* lg(x) = log2(1 + x), the scaling of every count-like feature */
 static double lg(double x)

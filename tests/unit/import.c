@@ -20,6 +20,7 @@
 #include "space/space.h"
 #include "store/store.h"
 #include "store/store_import.h"
+#include "store/store_int.h"
 #include "task/te.h"
 #include "util/util.h"
 

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/store_int.h"
+#include "store/store_report.h"
 #include "util/util.h"
 
 /* ---- helpers -------------------------------------------------------- */
@@ -461,8 +463,6 @@ TEST(test_roundtrip)
 	store_close(s);
 }
 
-/* ---- 3. an empty file ----------------------------------------------- */
-
 /* store_best ranks a configuration by its median record, so that one
  * lucky timing does not make it best: X at 1, 9 and 9 ms (median 9) loses
  * to Y, measured once at 5; Z at 3 and 4.5 (the slower middle one of an
@@ -502,6 +502,88 @@ TEST(test_best_is_median)
 	CHECK_EQ_INT(q.r[0].id, my);
 	store_close(s);
 }
+
+/* ---- 2b. the lookups of report and export ---------------------------- */
+
+TEST(test_report_lookups)
+{
+	tk_store *s = NULL;
+	int64_t hwA, hwB, t1, t2, c1, c2, r1, r2, id = -1;
+	double started = -1, best = 0;
+	char *key = NULL, *spec = NULL;
+
+	CHECK_EQ_INT(store_open(tpath("lookups.db"), 0, &s), TK_OK);
+	if (!s)
+		return;
+	/* no runs yet */
+	CHECK_EQ_INT(store_run_latest(s, &id), TK_ENOTFOUND);
+	CHECK_EQ_STR(tk_errmsg(), "the store has no runs");
+	CHECK_EQ_INT(store_run_started(s, 1, &started), TK_ENOTFOUND);
+	CHECK_EQ_STR(tk_errmsg(), "no run 1");
+
+	CHECK_EQ_INT(store_hardware_get(s, &HW_A, &hwA), TK_OK);
+	CHECK_EQ_INT(store_hardware_get(s, &HW_B, &hwB), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=8,m=8,n=8", "dense", 1024, &t1), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=4,m=4,n=4", "dense", 128, &t2), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 0, "a", "a\n", &c1), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 1, "b", "b\n", &c2), TK_OK);
+	store_run r = { "tunekit measure", "measure", NULL, 1, hwA };
+	CHECK_EQ_INT(store_run_begin(s, &r, &r1), TK_OK);
+	CHECK_EQ_INT(store_run_begin(s, &r, &r2), TK_OK);
+	CHECK_EQ_INT(store_run_latest(s, &id), TK_OK);
+	CHECK_EQ_INT(id, r2);
+	CHECK_EQ_INT(store_run_started(s, r1, &started), TK_OK);
+	CHECK(started > 1.6e9);
+	CHECK_EQ_INT(store_run_started(s, r2 + 1, &started), TK_ENOTFOUND);
+
+	/* best: valid, positive medians of the task on that hardware, any run */
+	CHECK_EQ_INT(store_task_best(s, t1, hwA, &best), TK_OK);
+	CHECK_EQ_INT(best, -1);
+	add_meas(s, c1, hwA, r1, 0, 1, 4e-3, NULL, 0);
+	add_meas(s, c2, hwA, r2, 0, 1, 3e-3, NULL, 0);
+	add_meas(s, c2, hwA, r2, 1, 0, 1e-3, NULL, 0);  /* invalid: not counted */
+	add_meas(s, c1, hwA, 0, 1, 1, 0, NULL, 0);      /* zero median: not counted */
+	add_meas(s, c1, hwB, r1, 2, 1, 2e-3, NULL, 0);  /* other hardware */
+	CHECK_EQ_INT(store_task_best(s, t1, hwA, &best), TK_OK);
+	CHECK_NEAR(best, 3e-3, 1e-15);
+	CHECK_EQ_INT(store_task_best(s, t1, hwB, &best), TK_OK);
+	CHECK_NEAR(best, 2e-3, 1e-15);
+	CHECK_EQ_INT(store_task_best(s, t2, hwA, &best), TK_OK);
+	CHECK_EQ_INT(best, -1);
+
+	/* hardware by id or by key, with or without a spec */
+	id = -1;
+	CHECK_EQ_INT(store_hardware_find(s, hwA, NULL, &id, &key, &spec), TK_OK);
+	CHECK_EQ_INT(id, hwA);
+	CHECK_EQ_STR(key, HW_A.key);
+	CHECK_EQ_STR(spec, HW_A.spec);
+	free(key);
+	free(spec);
+	id = -1;
+	CHECK_EQ_INT(store_hardware_find(s, 0, "cpu-b", &id, &key, &spec), TK_OK);
+	CHECK_EQ_INT(id, hwB);
+	CHECK_EQ_STR(key, "cpu-b");
+	CHECK(spec == NULL);
+	free(key);
+	CHECK_EQ_INT(store_hardware_find(s, 0, "cpu-b", &id, NULL, NULL), TK_OK);
+	key = spec = (char *)"x";
+	CHECK_EQ_INT(store_hardware_find(s, hwB + 5, NULL, &id, &key, &spec), TK_ENOTFOUND);
+	CHECK(key == NULL && spec == NULL);
+	CHECK(contains(tk_errmsg(), "no hardware"));
+	CHECK_EQ_INT(store_hardware_find(s, 0, "cpu-z", &id, &key, &spec), TK_ENOTFOUND);
+	CHECK_EQ_STR(tk_errmsg(), "no hardware 'cpu-z' in the store");
+	CHECK_EQ_INT(store_hardware_find(s, 0, NULL, &id, NULL, NULL), TK_ENOTFOUND);
+
+	/* a failing query is TK_ESTORE with the store's path in the message */
+	CHECK_EQ_INT(sqlite3_exec(store_db(s), "ALTER TABLE run RENAME TO run_gone",
+	                          NULL, NULL, NULL), SQLITE_OK);
+	CHECK_EQ_INT(store_run_latest(s, &id), TK_ESTORE);
+	CHECK(contains(tk_errmsg(), "lookups.db"));
+	CHECK_EQ_INT(store_run_started(s, r1, &started), TK_ESTORE);
+	store_close(s);
+}
+
+/* ---- 3. an empty file ----------------------------------------------- */
 
 TEST(test_empty_file)
 {
@@ -857,5 +939,6 @@ done:
 	store_close(writer);
 }
 
-UNIT_MAIN(test_create, test_roundtrip, test_best_is_median, test_empty_file, test_migrate_v1, test_corrupt, test_bad_times,
+UNIT_MAIN(test_create, test_roundtrip, test_best_is_median, test_report_lookups,
+          test_empty_file, test_migrate_v1, test_corrupt, test_bad_times,
           test_killed_writer, test_reader_writer)
