@@ -1,7 +1,7 @@
 /*
  * export: the best configuration of each task on one hardware as C files a
  * program builds without tunekit, with a reference, a test program and a
- * Makefile that check and time them (lib/codegen/export.h does the work;
+ * Makefile that check and time them (lib/export/export.h does the work;
  * this file picks the records and reports).
  */
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "codegen/export.h"
+#include "export/export.h"
 #include "import/autotvm.h"
 #include "store/store_report.h"
 #include "task/network.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "codegen/export.h"
+#include "export/export.h"
 #include "space/space.h"
 #include "task/ref.h"
 #include "unit.h"

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel.h"
+#include "codegen/kernel.h"
 #include "space/space.h"
 #include "task/ref.h"
 

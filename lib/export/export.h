@@ -27,7 +27,9 @@
  * The generators return malloc'd strings (lib/ never writes on its own);
  * ex_write_dir() writes a whole folder into a directory the caller names.
  * ex_best() selects what to export from the store (store_hardware_find() of
- * store/store_report.h finds the hardware).
+ * store/store_report.h finds the hardware). The module sits above both
+ * codegen, which it calls to build each kernel, and the store, which it
+ * reads; neither of them includes it.
  */
 #ifndef TK_EXPORT_H
 #define TK_EXPORT_H
