@@ -2,7 +2,9 @@
  * Unit tests for lib/report: tuning curves from hand-made record lists
  * (best so far is monotone, trials and seconds to 95% on a sequence built
  * around the threshold, never reached, tasks without flops), aggregates,
- * comparisons, model meta parsing, round ticks, and SVG charts checked for
+ * comparisons, runs and models read from a store (the best known latency
+ * of a task comes from every run on the same hardware), model meta
+ * parsing, round ticks, and SVG charts checked for
  * XML well-formedness by a small checker here (and by xmllint when it is
  * installed), one <path> per series, and escaped text.
  */
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "report/report.h"
+#include "store/store_models.h"
 #include "util/util.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -346,6 +349,130 @@ TEST(test_model_meta)
 	CHECK(aVal[8] == NULL); /* a key without a value */
 }
 
+/* ---- from a store ---------------------------------------------------------------- */
+
+/* Add a measurement of config cfg to the store; median <= 0 is invalid. */
+static void add_meas(tk_store *s, int64_t cfg, int64_t hw, int64_t run, int trial,
+                     double median, double at)
+{
+	store_meas m = {
+		.config_id = cfg, .hardware_id = hw, .run_id = run, .trial = trial,
+		.valid = median > 0, .error = median > 0 ? MEAS_OK : MEAS_RUNTIME_CRASH,
+		.mean = median, .median = median, .number = 1, .nrepeat = 0, .at = at,
+	};
+	int64_t id;
+	CHECK_EQ_INT(store_meas_add(s, &m, &id), TK_OK);
+}
+
+/* rp_run_load reads a run's records in trial order and takes each task's
+ * best known latency from every run on the task's hardware, not from
+ * other hardware; an absent run is TK_ENOTFOUND. */
+TEST(test_run_load)
+{
+	tk_store *s = NULL;
+	int64_t hwA, hwB, t1, t2, c1, c2, c3, r1, r2;
+	rp_run *r = NULL;
+	const store_hw A = { "cpu-a", "cpu", NULL, NULL, NULL, NULL, 1 };
+	const store_hw B = { "cpu-b", "cpu", NULL, NULL, NULL, NULL, 1 };
+
+	CHECK_EQ_INT(store_open(tpath("load.db"), 0, &s), TK_OK);
+	if (!s)
+		return;
+	CHECK_EQ_INT(store_hardware_get(s, &A, &hwA), TK_OK);
+	CHECK_EQ_INT(store_hardware_get(s, &B, &hwB), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=8,m=8,n=8", "dense", 1e9, &t1), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=4,m=4,n=4", "dense", 0, &t2), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 0, "a", "a\n", &c1), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 1, "b", "b\n", &c2), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t2, 0, "a", "a\n", &c3), TK_OK);
+	store_run run = { "tunekit measure", "measure", NULL, 1, hwA };
+	CHECK_EQ_INT(store_run_begin(s, &run, &r1), TK_OK);
+	CHECK_EQ_INT(store_run_begin(s, &run, &r2), TK_OK);
+	/* run 1 on A: task 1 at 4, invalid, 2 ms; task 2 at 1 ms */
+	add_meas(s, c1, hwA, r1, 0, 4e-3, 1000);
+	add_meas(s, c3, hwA, r1, 1, 1e-3, 1001);
+	add_meas(s, c2, hwA, r1, 2, -1, 1002);
+	add_meas(s, c2, hwA, r1, 3, 2e-3, 1003);
+	/* run 2 on A finds task 1 at 1 ms; hardware B has it at 0.5 ms */
+	add_meas(s, c2, hwA, r2, 0, 1e-3, 2000);
+	add_meas(s, c1, hwB, 0, 0, 0.5e-3, 2001);
+
+	CHECK_EQ_INT(rp_run_load(s, r1, &r), TK_OK);
+	if (r) {
+		CHECK_EQ_INT(r->id, r1);
+		CHECK_EQ_INT(r->nstep, 4);
+		CHECK_EQ_INT(r->ncurve, 2);
+		const rp_curve *c = &r->curve[0];
+		CHECK_EQ_STR(c->task, "dense:k=8,m=8,n=8");
+		CHECK_EQ_INT(c->hardware_id, hwA);
+		CHECK_EQ_INT(c->n, 3);
+		CHECK_NEAR(c->final_latency, 2e-3, 1e-15);
+		CHECK_NEAR(c->best_known, 1e-3, 1e-15);   /* run 2's, not B's */
+		CHECK_EQ_INT(c->trials_to_95, -1);         /* 2 ms never within 95% of 1 */
+		CHECK_NEAR(c->pt[2].seconds, r->step[3].seconds, 0);
+		c = &r->curve[1];
+		CHECK_EQ_STR(c->task, "dense:k=4,m=4,n=4");
+		CHECK_NEAR(c->best_known, 1e-3, 1e-15);
+		CHECK_EQ_INT(c->trials_to_95, 1);
+		CHECK_EQ_STR(rp_unit(c), "1/s");
+	}
+	rp_run_free(r);
+	r = (rp_run *)&r;
+	CHECK_EQ_INT(rp_run_load(s, r2 + 1, &r), TK_ENOTFOUND);
+	CHECK(r == NULL);
+	store_close(s);
+}
+
+typedef struct models_seen {
+	int n, stop_at;
+	int64_t id[4];
+	char kind[4][16], rmse[4][16];
+} models_seen;
+
+static int models_cb(void *ctx, const rp_model *m)
+{
+	models_seen *x = ctx;
+	if (x->n < 4) {
+		x->id[x->n] = m->id;
+		snprintf(x->kind[x->n], sizeof x->kind[0], "%s", m->kind);
+		snprintf(x->rmse[x->n], sizeof x->rmse[0], "%s", m->val[3] ? m->val[3] : "-");
+	}
+	return ++x->n == x->stop_at ? 7 : 0;
+}
+
+/* rp_models lists the store's models in id order with their meta parsed;
+ * a callback's non-zero value stops the list and is returned. */
+TEST(test_models_from_store)
+{
+	tk_store *s = NULL;
+	int64_t m1, m2;
+	models_seen x;
+
+	CHECK_EQ_INT(store_open(tpath("models.db"), 0, &s), TK_OK);
+	if (!s)
+		return;
+	memset(&x, 0, sizeof x);
+	CHECK_EQ_INT(rp_models(s, models_cb, &x), TK_OK);
+	CHECK_EQ_INT(x.n, 0);
+	CHECK_EQ_INT(store_model_add(s, "xgb", 0, "holdout_rmse 0.25\nn_train 10\n", "ab", 2, &m1),
+	             TK_OK);
+	CHECK_EQ_INT(store_model_add(s, "rf", 0, NULL, "c", 1, &m2), TK_OK);
+	memset(&x, 0, sizeof x);
+	CHECK_EQ_INT(rp_models(s, models_cb, &x), TK_OK);
+	CHECK_EQ_INT(x.n, 2);
+	CHECK_EQ_INT(x.id[0], m1);
+	CHECK_EQ_STR(x.kind[0], "xgb");
+	CHECK_EQ_STR(x.rmse[0], "0.25");
+	CHECK_EQ_INT(x.id[1], m2);
+	CHECK_EQ_STR(x.kind[1], "rf");
+	CHECK_EQ_STR(x.rmse[1], "-");
+	memset(&x, 0, sizeof x);
+	x.stop_at = 1;
+	CHECK_EQ_INT(rp_models(s, models_cb, &x), 7);
+	CHECK_EQ_INT(x.n, 1);
+	store_close(s);
+}
+
 /* ---- SVG ------------------------------------------------------------------------ */
 
 TEST(test_ticks)
@@ -495,5 +622,6 @@ TEST(test_plot_svg)
 }
 
 UNIT_MAIN(test_curve_best_so_far, test_curve_to95_exact, test_curve_never, test_curve_no_flops,
-          test_aggregate, test_compare, test_model_meta, test_ticks, test_xml_checker,
+          test_aggregate, test_compare, test_run_load, test_models_from_store, test_model_meta,
+          test_ticks, test_xml_checker,
           test_svg_chart, test_svg_many_series, test_network_curve, test_plot_svg)
