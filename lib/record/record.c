@@ -37,10 +37,15 @@ int rec_resume(rec_session *s, tk_store *st, int64_t run_id)
 	memset(s, 0, sizeof *s);
 	s->store = st;
 	s->run_id = run_id;
-	if ((rc = store_run_records(st, run_id, count_rec, &c)))
+	if ((rc = store_run_own(st, run_id)) || (rc = store_run_records(st, run_id, count_rec, &c)))
 		return rc;
 	s->hw_id = c.hw_id;
 	s->trial = c.n;
+	/* a run killed before its first batch has no record to say it */
+	if (!s->hw_id && (rc = store_run_hardware(st, run_id, &s->hw_id)))
+		return rc;
+	if (!s->hw_id)
+		return tk_seterr(TK_EINVAL, "run %lld has no hardware to resume on", (long long)run_id);
 	return TK_OK;
 }
 
@@ -54,7 +59,9 @@ int rec_begin(rec_session *s, tk_store *st, const store_hw *hw, const char *argv
 		return rc;
 	store_run r = { .argv = argv, .method = method, .replay = replay, .seed = seed,
 	                .hardware_id = s->hw_id };
-	return store_run_begin(st, &r, &s->run_id);
+	if ((rc = store_run_begin(st, &r, &s->run_id)))
+		return rc;
+	return store_run_own(st, s->run_id);
 }
 
 int rec_task(rec_session *s, const te_prog *p, int64_t *task_id)

@@ -11,12 +11,17 @@
  * statement so that a callback may use the store again. The contracts are in
  * store.h.
  */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include "store_int.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 #include <zlib.h>
@@ -93,6 +98,8 @@ struct tk_store {
 	sqlite3 *db;
 	char *zPath;                    /* as given to store_open, for messages */
 	sqlite3_stmt *aStmt[ST_COUNT];  /* prepared on first use */
+	int lockfd;                     /* PATH-lock, holding the runs this
+	                                   connection owns; -1 until the first */
 };
 
 /* ---- errors --------------------------------------------------------- */
@@ -386,6 +393,28 @@ static int schema_migrate(tk_store *s)
 /* Check the version and the tables, then switch to WAL and migrate if
  * needed and allowed. Nothing is written to a file until it has shown to be
  * a tunekit store (or empty), so refusing a file leaves it as it was. */
+/* SQLite's quick_check (the b-trees and their pages, not the indexes'
+ * contents): a damaged store is refused when it is opened, before a
+ * command has printed or written anything. */
+static int quick_check(tk_store *s)
+{
+	sqlite3_stmt *st;
+	char *zOk = NULL;
+	int found, rc = store_prepare(s, "PRAGMA quick_check(1)", &st);
+	if (rc)
+		return rc;
+	rc = store_step_text(s, st, &zOk, &found);
+	sqlite3_finalize(st);
+	for (char *p = zOk; p && *p; p++)
+		if (*p == '\n')
+			*p = ' '; /* one line: "*** in database main *** Page 6: ..." */
+	if (!rc && (!found || !zOk || strcmp(zOk, "ok")))
+		rc = tk_seterr(TK_ECORRUPT, "%s: record store is damaged (%s)", s->zPath,
+		               zOk ? zOk : "quick_check returned nothing");
+	free(zOk);
+	return rc;
+}
+
 static int store_setup(tk_store *s, int flags)
 {
 	int64_t v;
@@ -397,7 +426,7 @@ static int store_setup(tk_store *s, int flags)
 	else if (v == STORE_VERSION)
 		rc = schema_check(s, 0, &nTable);
 	/* else an older tunekit store: its tables are checked after migrating */
-	if (rc)
+	if (rc || (v > 0 && (rc = quick_check(s))))
 		return rc;
 
 	if (flags & STORE_READONLY) {
@@ -431,6 +460,36 @@ static int store_setup(tk_store *s, int flags)
 
 /* ---- open and close ------------------------------------------------- */
 
+/* The last open failed because SQLite could not make the -shm file of a
+ * WAL store it may only read, and no -wal file holds pages the database
+ * file lacks. */
+static int readonly_wal(tk_store *s)
+{
+	int e = s->db ? sqlite3_extended_errcode(s->db) : 0;
+	struct stat sb;
+	char zWal[4096];
+	if ((e & 0xff) != SQLITE_READONLY && (e & 0xff) != SQLITE_CANTOPEN)
+		return 0;
+	snprintf(zWal, sizeof zWal, "%s-wal", s->zPath);
+	return stat(zWal, &sb) < 0 ? errno == ENOENT : sb.st_size == 0;
+}
+
+/* "file:PATH?immutable=1" with PATH's URI metacharacters escaped
+ * (malloc'd; NULL when out of memory). */
+static char *immutable_uri(const char *path)
+{
+	tk_sb sb;
+	tk_sb_init(&sb);
+	tk_sb_printf(&sb, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f)
+			tk_sb_printf(&sb, "%%%02X", *p);
+		else
+			tk_sb_printf(&sb, "%c", *p);
+	tk_sb_printf(&sb, "?immutable=1");
+	return tk_sb_take(&sb);
+}
+
 int store_open(const char *path, int flags, tk_store **out)
 {
 	tk_store *s;
@@ -444,6 +503,7 @@ int store_open(const char *path, int flags, tk_store **out)
 		free(s);
 		return tk_seterr(TK_ENOMEM, "%s: out of memory", path);
 	}
+	s->lockfd = -1;
 	oflags = (flags & STORE_READONLY) ? SQLITE_OPEN_READONLY
 	                                  : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(path, &s->db, oflags, NULL);
@@ -457,6 +517,24 @@ int store_open(const char *path, int flags, tk_store **out)
 	                   " PRAGMA synchronous = NORMAL");
 	if (!rc)
 		rc = store_setup(s, flags);
+	if (rc && (flags & STORE_READONLY) && readonly_wal(s)) {
+		/* A WAL store whose directory we cannot write (no -shm to share):
+		 * with nothing in a -wal file, the database file is the whole
+		 * store, and SQLite may read it as immutable. */
+		char *zUri = immutable_uri(path);
+		sqlite3_close_v2(s->db);
+		s->db = NULL;
+		if (!zUri) {
+			rc = tk_seterr(TK_ENOMEM, "%s: out of memory", path);
+			goto fail;
+		}
+		rc = sqlite3_open_v2(zUri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+		free(zUri);
+		rc = rc != SQLITE_OK ? store_err(s, rc)
+		                     : store_exec_sql(s, "PRAGMA foreign_keys = ON");
+		if (!rc)
+			rc = store_setup(s, flags);
+	}
 	if (rc)
 		goto fail;
 	*out = s;
@@ -474,8 +552,66 @@ void store_close(tk_store *s)
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(s->aStmt[i]);
 	sqlite3_close_v2(s->db);
+	if (s->lockfd >= 0)
+		close(s->lockfd); /* the runs it owned are free again */
 	free(s->zPath);
 	free(s);
+}
+
+/* ---- run ownership -------------------------------------------------- */
+
+/* Each run owns 16 bytes of PATH-lock, at run_id * 16: an open-file-
+ * description lock over them (released when the connection closes or the
+ * process dies, however it dies), and the owner's pid as text inside them,
+ * for the message a second owner gets. */
+#define RUN_LOCK_BYTES 16
+
+int store_run_own(tk_store *s, int64_t run_id)
+{
+	char zLock[4096], zPid[RUN_LOCK_BYTES + 1];
+	assert(s && run_id > 0);
+	if (!strcmp(s->zPath, ":memory:") || !s->zPath[0])
+		return TK_OK;
+	if (s->lockfd < 0) {
+		snprintf(zLock, sizeof zLock, "%s-lock", s->zPath);
+		s->lockfd = open(zLock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (s->lockfd < 0)
+			return tk_seterr(TK_ESTORE, "%s: %s", zLock, strerror(errno));
+	}
+	struct flock fl;
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = (off_t)(run_id * RUN_LOCK_BYTES);
+	fl.l_len = RUN_LOCK_BYTES;
+	if (fcntl(s->lockfd, F_OFD_SETLK, &fl) < 0) {
+		if (errno != EAGAIN && errno != EACCES)
+			return tk_seterr(TK_ESTORE, "%s-lock: %s", s->zPath, strerror(errno));
+		ssize_t n = pread(s->lockfd, zPid, RUN_LOCK_BYTES, fl.l_start);
+		zPid[n > 0 ? n : 0] = 0;
+		zPid[strspn(zPid, "0123456789")] = 0;
+		return tk_seterr(TK_ESTORE, "run %lld is being tuned by process %s", (long long)run_id,
+		                 zPid[0] ? zPid : "(unknown)");
+	}
+	memset(zPid, 0, sizeof zPid);
+	snprintf(zPid, sizeof zPid, "%ld", (long)getpid());
+	if (pwrite(s->lockfd, zPid, RUN_LOCK_BYTES, fl.l_start) != RUN_LOCK_BYTES)
+		return tk_seterr(TK_ESTORE, "%s-lock: %s", s->zPath, strerror(errno));
+	return TK_OK;
+}
+
+int store_run_hardware(tk_store *s, int64_t run_id, int64_t *hw_id)
+{
+	sqlite3_stmt *st;
+	int found, rc = store_prepare(s, "SELECT ifnull(hardware_id, 0) FROM run WHERE id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = store_step_id(s, st, hw_id, &found);
+	sqlite3_finalize(st);
+	if (!rc && !found)
+		rc = tk_seterr(TK_ENOTFOUND, "no run %lld in %s", (long long)run_id, s->zPath);
+	return rc;
 }
 
 sqlite3 *store_db(tk_store *s)

@@ -60,6 +60,14 @@ typedef struct store_run {
 } store_run;
 int store_run_begin(tk_store *s, const store_run *r, int64_t *id);
 int store_run_end(tk_store *s, int64_t id); /* sets ended = now */
+/* The hardware a run was begun on (0 if it has none, as an import);
+ * TK_ENOTFOUND for an unknown run. */
+int store_run_hardware(tk_store *s, int64_t run_id, int64_t *hw_id);
+/* Make this connection the one writer of run_id, until store_close() or the
+ * process's end (a lock in the file PATH-lock beside the store, which a
+ * SIGKILL releases too). TK_ESTORE "run R is being tuned by process P" when
+ * another connection owns it; TK_OK at once for an in-memory store. */
+int store_run_own(tk_store *s, int64_t run_id);
 
 typedef struct store_meas {
 	int64_t config_id, hardware_id, run_id; /* run_id 0 stores NULL */
