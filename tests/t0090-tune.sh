@@ -140,7 +140,10 @@ test_expect_success 'replay with the same seed gives identical runs' '
 	tunekit tune -q --db r3.db --replay data.db --task $KTASK --trials 60 --plan-size 16 --feature knob --seed 4 | cut -f 3-10 >c3 &&
 	! cmp -s c1 c3 &&
 	test "$(sqlite3 r1.db "SELECT kind FROM hardware")" = replay &&
-	test "$(sqlite3 r1.db "SELECT replay FROM run")" = data.db
+	test "$(sqlite3 r1.db "SELECT replay FROM run")" = data.db &&
+	dkey=$(sqlite3 data.db "SELECT key FROM hardware") &&
+	test "$(sqlite3 r1.db "SELECT cpu FROM hardware")" = "$dkey" &&
+	test "$(sqlite3 r1.db "SELECT key FROM hardware")" = "replay:$dkey"
 '
 
 test_expect_success 'configurations the dataset lacks are unmeasurable (invalid by constraint)' '

@@ -608,8 +608,8 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 	/* the hardware the records belong to */
 	store_hw hw;
 	char hwkey[700], hwspec[600];
+	hw_pick p = { o->replay_hw, 0, "" }; /* hw.cpu points into it until the run begins */
 	if (J.C.data) {
-		hw_pick p = { o->replay_hw, 0, "" };
 		if ((rc = store_task_hardware(J.C.data, J.tk[0]->key, pick_hw, &p)) != 1 && rc) 
 			goto done;
 		for (int i = 1; i < ntask; i++)
