@@ -1,12 +1,16 @@
 /*
- * help: help on commands, the operators tasks are made of, the targets
- * and the built-in networks.
+ * help: help on commands, the operators tasks are made of, the targets,
+ * the built-in networks, and the cost models and searches (printed from
+ * their tables).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "features/feature.h"
+#include "model/cost.h"
+#include "search/search.h"
 #include "task/network.h"
 #include "task/te.h"
 
@@ -14,10 +18,11 @@ void main_list_commands(FILE *f);
 const tk_cmd *main_find_cmd(const char *name);
 
 static const char *const usage[] = {
-	"tunekit help [COMMAND | tasks | targets | networks]",
+	"tunekit help [COMMAND | tasks | targets | networks | models | searches]",
 	"Without an argument lists the commands. 'help COMMAND' is 'tunekit COMMAND --help';\n"
 	"'help tasks' lists the operators and their parameters, 'help targets' the target\n"
-	"specs, 'help networks' the built-in networks.",
+	"specs, 'help networks' the built-in networks, 'help models' the cost models (--model\n"
+	"of tune and train) and 'help searches' the searches (--search of tune).",
 };
 
 static const opt options[] = { OPT_END_ };
@@ -61,6 +66,38 @@ static void help_networks(void)
 	}
 }
 
+/* The model table: name, feature kinds, uncertainty, transfer, summary. */
+static void help_models(void)
+{
+	printf("%-6s %-20s %-11s %-8s %s\n", "model", "features", "uncertainty", "transfer",
+	       "summary");
+	for (int i = 0; i < cm_nkinds; i++) {
+		const cm_kind *k = cm_kinds[i];
+		char feats[64] = "";
+		size_t len = 0;
+		for (int f = 0; f < FEAT_NKIND; f++)
+			if (k->features & 1u << f)
+				len += (size_t)snprintf(feats + len, sizeof feats - len, "%s%s", len ? "," : "",
+				                        feat_kind_name(f));
+		printf("%-6s %-20s %-11s %-8s %s\n", k->name, len ? feats : "-",
+		       k->flags & CM_UNCERTAINTY ? "yes" : "no", k->flags & CM_TRANSFER ? "yes" : "no",
+		       k->summary);
+	}
+}
+
+/* The search table: name, what it needs of the model, summary. */
+static void help_searches(void)
+{
+	printf("%-7s %-18s %s\n", "search", "needs", "summary");
+	for (int i = 0; i < sr_nkinds; i++) {
+		const sr_kind *k = sr_kinds[i];
+		const char *needs = k->flags & SR_NEEDS_UNCERTAINTY ? "model+uncertainty"
+		                  : k->flags & SR_NEEDS_MODEL ? "model"
+		                  : k->plan ? "model or none" : "-";
+		printf("%-7s %-18s %s\n", k->name, needs, k->summary);
+	}
+}
+
 int cmd_help(int argc, char **argv, tk_ctx *ctx)
 {
 	int rc;
@@ -71,8 +108,8 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx)
 	if (argc == 0) {
 		printf("usage: tunekit COMMAND [OPTIONS] [ARGS]\n\nCommands:\n");
 		main_list_commands(stdout);
-		printf("\nSee also 'tunekit help tasks', 'tunekit help targets', 'tunekit help networks'\n"
-		       "and the manual page tunekit(1).\n");
+		printf("\nSee also 'tunekit help tasks', 'tunekit help targets', 'tunekit help networks',\n"
+		       "'tunekit help models', 'tunekit help searches' and the manual page tunekit(1).\n");
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[0], "tasks"))
@@ -81,6 +118,10 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx)
 		help_targets();
 	else if (!strcmp(argv[0], "networks"))
 		help_networks();
+	else if (!strcmp(argv[0], "models"))
+		help_models();
+	else if (!strcmp(argv[0], "searches"))
+		help_searches();
 	else if (!main_find_cmd(argv[0]))
 		return tk_fail(ctx, TK_EINVAL, "no help on '%s' (see 'tunekit help')", argv[0]);
 	else {

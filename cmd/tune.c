@@ -11,16 +11,18 @@
 #include "tune/tune.h"
 
 static const char *const usage[] = {
-	"tunekit tune (--task TASK... | --network NAME) --trials N [--model xgb|rfei|none]\n"
-	"             [--search sa|csa|random|grid] [--feature itervar|knob|curve] [OPTIONS]\n"
+	"tunekit tune (--task TASK... | --network NAME) --trials N [--model NAME]\n"
+	"             [--search NAME] [--feature itervar|knob|curve] [OPTIONS]\n"
 	"       tunekit tune --resume [--run ID]",
-	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by\n"
-	"simulated annealing on a cost model fit to the measurements so far (the last\n"
-	"epsilon share of each plan random), or by random or grid search. A network's tasks\n"
-	"share one budget (round robin, then the Ansor task scheduler's gradient rule) and\n"
-	"the estimated network latency is the sum of weight x best latency. Measurements are\n"
-	"real (compiled, run and checked on this CPU) or, with --replay, looked up in\n"
-	"another store. Shows progress on a terminal; on a pipe prints the record stream.\n"
+	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by a\n"
+	"search (simulated annealing) on a cost model fit to the measurements so far (the\n"
+	"last epsilon share of each plan random), or by a search without a model; the\n"
+	"models and searches are listed by 'tunekit help models' and 'tunekit help\n"
+	"searches'. A network's tasks share one budget (round robin, then the Ansor task\n"
+	"scheduler's gradient rule) and the estimated network latency is the sum of weight x\n"
+	"best latency. Measurements are real (compiled, run and checked on this CPU) or,\n"
+	"with --replay, looked up in another store. Shows progress on a terminal; on a pipe\n"
+	"prints the record stream.\n"
 	"Interrupted runs keep their records and continue with --resume.",
 };
 
@@ -40,8 +42,8 @@ static const opt options[] = {
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
 	{ OPT_INT, "trials", 'n', &o.trials, "N", "measurement budget (default 200)" },
 	{ OPT_DOUBLE, "time-budget", 0, &o.time_budget, "S", "also stop after S seconds (simulated with --replay)" },
-	{ OPT_STRING, "model", 0, &o.model, "MODEL", "cost model: xgb (default), rfei (AdaTune: bagged trees, expected improvement) or none" },
-	{ OPT_STRING, "search", 0, &o.search, "S", "sa (default), csa (AdaTune: contextual epsilon, needs rfei), random or grid" },
+	{ OPT_STRING, "model", 0, &o.model, "MODEL", "cost model (default xgb; see 'tunekit help models')" },
+	{ OPT_STRING, "search", 0, &o.search, "NAME", "search (default sa; see 'tunekit help searches')" },
 	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "features of the model: itervar (default), knob, curve" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (default, pairwise) or reg (squared error)" },
 	{ OPT_INT, "plan-size", 0, &o.plan, "N", "trials planned per model fit (default 64)" },
@@ -232,12 +234,19 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	int status = apply(ctx, &t);
 	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
 		status = tk_fail(ctx, rc, NULL);
+	/* the dataset of a replay and the history of transfer learning */
+	tn_stores in = { NULL, NULL };
+	if (!status && t.replay[0] && (rc = store_open(t.replay, STORE_READONLY, &in.replay)))
+		status = tk_fail(ctx, rc, NULL);
+	if (!status && t.transfer_from[0] &&
+	    (rc = store_open(t.transfer_from, STORE_READONLY, &in.history)))
+		status = tk_fail(ctx, rc, NULL);
 	if (!status) {
 		tune_ui ui = { ctx, 0 };
 		tn_hooks h = { &ui, on_progress, on_records, &tk_interrupted };
 		tn_result res;
-		rc = tn_tune(st, t.replay[0] ? NULL : &tg, ntask, task, weight, &t, ctx->cmdline, resume,
-		             &h, &res);
+		rc = tn_tune(st, &in, t.replay[0] ? NULL : &tg, ntask, task, weight, &t, ctx->cmdline,
+		             resume, &h, &res);
 		progress_end(ctx);
 		if (rc == TK_EINTR) {
 			status = tk_fail(ctx, rc, "interrupted: %lld trials of run %lld are stored; continue "
@@ -249,6 +258,8 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 			summary(ctx, &res);
 		}
 	}
+	store_close(in.replay);
+	store_close(in.history);
 	for (int i = 0; i < ntask; i++)
 		free(task[i]);
 	free(task);

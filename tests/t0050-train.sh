@@ -87,6 +87,17 @@ test_expect_success 'reg objective; no holdout trains --rounds rounds (200 by de
 	grep -q "\"set\": \"train\", \"rows\": 36" j
 '
 
+test_expect_success 'rfei trains through the same pipeline; its file names it and reloads' '
+	tunekit train -q --model rfei --feature knob --holdout 0.34 --out rf.model >outrf &&
+	test "$(tsv_col outrf set 3)" = holdout && test "$(tsv_col outrf rows 3)" -eq 12 &&
+	grep -a -q "^kind rfei$" rf.model && grep -a -q "^members 10$" rf.model &&
+	grep -a -q "^objective reg:squarederror$" rf.model &&
+	grep -a -q "^tunekit-rfei 1 10$" rf.model &&
+	test "$(sql "SELECT kind FROM model ORDER BY id DESC LIMIT 1")" = rfei &&
+	tunekit train -q --model rfei --feature knob --holdout 0.34 --out rf2.model >outrf2 &&
+	test_cmp outrf outrf2
+'
+
 test_expect_success 'measure | extract-features | train trains on the records of the stream' '
 	before=$(sql "SELECT COUNT(*) FROM model") &&
 	tunekit measure -q --task dense:m=8,n=8,k=8 --sample 6 --repeat 1 |
@@ -132,7 +143,10 @@ test_expect_success 'the hardware with the most records is chosen, and said so' 
 
 test_expect_success 'bad options exit 2 and add no model' '
 	before=$(sql "SELECT COUNT(*) FROM model") &&
-	test_expect_code 2 tunekit train --model gbdt 2>err && grep -q "unknown model" err &&
+	test_expect_code 2 tunekit train --model gbdt 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .gbdt. (xgb, rfei, none)$" err &&
+	test_expect_code 2 tunekit train --model none 2>err &&
+	grep -q "model none has nothing to train (xgb, rfei)" err &&
 	test_expect_code 2 tunekit train --objective lambdarank 2>err && grep -q "unknown objective" err &&
 	test_expect_code 2 tunekit train --feature pixels 2>err && grep -q "unknown feature kind" err &&
 	test_expect_code 2 tunekit train --feature knob --holdout 1.5 2>err &&

@@ -73,7 +73,10 @@ test_expect_success 'transfer learning plans the first batch on a base model of 
 	test "$(sqlite3 new.db "SELECT COUNT(*) FROM run WHERE ended IS NULL")" -eq 0 &&
 	test_expect_code 2 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 --search random \
 		--transfer-from "$TUNEKIT_DB" 2>err &&
-	grep -q "needs the xgb model and sa search" err &&
+	grep -q "transfer learning needs a model that takes a base model (xgb) and a search that plans on it" err &&
+	test_expect_code 2 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 --model rfei \
+		--transfer-from "$TUNEKIT_DB" 2>err &&
+	grep -q "needs a model that takes a base model (xgb)" err &&
 	test_expect_code 3 tunekit tune --db new.db --task dense:m=8,n=8,k=8 --trials 4 \
 		--transfer-from nosuch.db 2>err
 '
@@ -137,7 +140,10 @@ test_expect_success 'replay with the same seed gives identical runs' '
 	tunekit tune -q --db r3.db --replay data.db --task $KTASK --trials 60 --plan-size 16 --feature knob --seed 4 | cut -f 3-10 >c3 &&
 	! cmp -s c1 c3 &&
 	test "$(sqlite3 r1.db "SELECT kind FROM hardware")" = replay &&
-	test "$(sqlite3 r1.db "SELECT replay FROM run")" = data.db
+	test "$(sqlite3 r1.db "SELECT replay FROM run")" = data.db &&
+	dkey=$(sqlite3 data.db "SELECT key FROM hardware") &&
+	test "$(sqlite3 r1.db "SELECT cpu FROM hardware")" = "$dkey" &&
+	test "$(sqlite3 r1.db "SELECT key FROM hardware")" = "replay:$dkey"
 '
 
 test_expect_success 'configurations the dataset lacks are unmeasurable (invalid by constraint)' '
@@ -219,9 +225,25 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 	sqlite3 rt.db "SELECT params FROM run" | grep -c "^regtile=" >n && test "$(cat n)" -eq 3
 '
 
+test_expect_success 'help models and help searches print the tables' '
+	tunekit help models >hm &&
+	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer summary" &&
+	grep -q "^xgb  *knob,itervar,curve  *no  *yes " hm &&
+	grep -q "^rfei  *knob,itervar,curve  *yes  *no " hm &&
+	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 4 &&
+	tunekit help searches >hs &&
+	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
+	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 5 &&
+	tunekit tune --help >h && grep -q "tunekit help models" h && grep -q "tunekit help searches" h
+'
+
 test_expect_success 'bad options exit 2' '
-	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err && grep -q "unknown model" err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, none)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, random, grid)$" err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model none --search csa 2>err &&
+	grep -q "csa needs a model with uncertainty: --model rfei$" err &&
 	test_expect_code 2 tunekit tune --trials 4 2>err && grep -q "nothing to tune" err &&
 	test_expect_code 2 tunekit tune --db fresh.db --resume 2>err && grep -q "no unfinished" err &&
 	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err &&

@@ -53,6 +53,17 @@ void xgb_params_default(xgb_params *p, const char *objective)
 	p->num_parallel_tree = 1;
 }
 
+void xgb_params_set(xgb_params *p, const char *objective, uint64_t seed, int nthread,
+                    const char *tree_method, int rounds, int early_stop)
+{
+	xgb_params_default(p, objective);
+	p->seed = seed;
+	p->nthread = nthread;
+	p->tree_method = tree_method;
+	p->early_stop = early_stop;
+	p->rounds = rounds > 0 ? rounds : early_stop ? p->rounds : XGB_ROUNDS_NOVALID;
+}
+
 /* The TK_EIO (or rc) error for a failed XGBoost call named what. */
 static int xgb_err(int rc, const char *what)
 {

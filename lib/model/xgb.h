@@ -31,6 +31,10 @@ typedef struct xgb_params {
 
 /* AutoTVM's defaults for objective ("rank:pairwise" if NULL). */
 void xgb_params_default(xgb_params *p, const char *objective);
+/* The defaults with a cost model's settings (model/cost.h): rounds 0 means
+ * 8000 cut by early stopping, or XGB_ROUNDS_NOVALID without it. */
+void xgb_params_set(xgb_params *p, const char *objective, uint64_t seed, int nthread,
+                    const char *tree_method, int rounds, int early_stop);
 
 typedef struct xgb_data {
 	int n, d;              /* rows, features per row */

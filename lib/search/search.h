@@ -15,10 +15,17 @@
  *               that cover the most distinct knob values (diversity-aware
  *               selection).
  * Random and grid search need nothing but sr_set and the space.
+ *
+ * The searches the tuner offers are rows of sr_kinds[] (strategy.c): a
+ * name, a summary, what they need (a model, a model with uncertainty) and
+ * the operations the tuner calls: next (propose configurations without a
+ * model), learn (from their measurements) and plan (the best-scored
+ * configurations on a model). The tuner never names a search.
  */
 #ifndef TK_SEARCH_H
 #define TK_SEARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "space/space.h"
@@ -87,5 +94,57 @@ int sr_sa_steps(const sr_sa *sa);
  * indices into cand (k <= n). */
 int sr_diverse(const sp_space *sp, const sp_config *cand, const float *score, int n, int k,
                double knob_weight, int *pick);
+
+/* ---- the searches ---------------------------------------------------------- */
+
+/* A uniformly random configuration not in visited into *c; 0 if none was
+ * found (the space is exhausted). */
+int sr_random_unvisited(const sp_space *sp, const sr_set *visited, tk_rng *rng, sp_config *c);
+
+enum {
+	SR_NEEDS_MODEL = 1 << 0,       /* refuses the model-free "none" */
+	SR_NEEDS_UNCERTAINTY = 1 << 1, /* needs a model with a deviation */
+	SR_CONTEXT_EPSILON = 1 << 2,   /* AdaTune: the random share of each plan is
+	                                  the model's mean deviation after each fit */
+};
+
+/* What a search sees of the task it proposes for. */
+typedef struct sr_env {
+	const sp_space *space;
+	sr_set *visited;       /* measured or proposed; proposals are added */
+	tk_rng *rng;
+	int chains;            /* model-free annealing: chains (the batch size) */
+	double temp;           /* model-free annealing: temperature in (0, 1] */
+	double best;           /* best throughput measured so far (0: none) */
+} sr_env;
+
+typedef struct sr_kind {
+	const char *name;
+	const char *summary;
+	unsigned flags;        /* SR_* */
+	/* Without a model: up to want configurations into out[0..*n), each
+	 * added to e->visited; *n == 0 when the space is exhausted. *state
+	 * (NULL at first) is the search's own, freed with free_state. NULL
+	 * for searches that need a model. */
+	int (*next)(void **state, const sr_env *e, int want, sp_config *out, int *n);
+	/* Learn the throughputs thr[n] (0: invalid) of the last proposals
+	 * c[n]; may be NULL. */
+	void (*learn)(void *state, const sr_env *e, const sp_config *c, const double *thr, int n);
+	/* On a model: the num best-scored configurations not in e->visited,
+	 * best first, as sr_sa_find. NULL: the search never uses a model. */
+	int (*plan)(void **state, const sr_env *e, const sr_sa_opts *o, sr_score_fn score, void *ctx,
+	            int num, sp_config *out, float *scores, int *nout);
+	void (*free_state)(void *state);
+} sr_kind;
+
+extern const sr_kind *const sr_kinds[];
+extern const int sr_nkinds;
+
+/* The search named name, or NULL. */
+const sr_kind *sr_find(const char *name);
+/* The same; TK_EINVAL with "unknown search 'x' (a, b)" if there is none. */
+int sr_lookup(const char *name, const sr_kind **out);
+/* Names of the searches as "a, b, c" into buf (always terminated). */
+void sr_names(char *buf, size_t size);
 
 #endif

@@ -4,6 +4,7 @@
  * tasks (round robin, then the Ansor task scheduler's gradient rule), and
  * for each batch: ask the task's tuner, measure, store, learn, report.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,12 +205,13 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 		tuner_task_free(t);
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	}
-	if (C->feat != FEAT_KNOB && !t->space->prog && tn_model_based(C->o)) {
+	if (C->feat != FEAT_KNOB && !t->space->prog && C->model_based) {
 		tuner_task_free(t);
 		return tk_seterr(TK_EINVAL, "%s has no program: only --feature knob applies to it", key);
 	}
 	tk_rng_seed(&t->rng, C->o->seed, tk_hash64(t->key, strlen(t->key), 0));
 	t->epsilon = C->o->epsilon;
+	t->free_search = C->sk->free_state;
 	if (C->data) {
 		hw_pick h = { C->o->replay_hw, 0, "" };
 		rc = store_task_hardware(C->data, t->key, pick_hw, &h);
@@ -381,7 +383,7 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 	t0 = tk_now();
 	rc = tuner_update(C, t, cfg, r, n);
 	J->tuner_s += tk_now() - t0;
-	if (!rc && !strcmp(C->o->search, "csa") && t->fits > t->logged_fits) {
+	if (!rc && (C->sk->flags & SR_CONTEXT_EPSILON) && t->fits > t->logged_fits) {
 		char key[600];
 		snprintf(key, sizeof key, "epsilon:%s", t->key);
 		if (!(rc = store_run_log(J->s.store, J->s.run_id, t->fits, key, t->epsilon)))
@@ -531,22 +533,39 @@ static void report(job *J, tn_task *t, const tn_opts *o, const tn_hooks *h)
 	h->progress(h->ctx, &s);
 }
 
-static int check_opts(const tn_opts *o, int *feat)
+/* Resolve the model, search and feature kind of o into C and check that
+ * they go together, from the tables' flags. */
+static int check_opts(const tn_opts *o, tn_ctx *C)
 {
-	if ((*feat = feat_kind_parse(o->feature)) < 0)
+	char names[256];
+	int rc;
+	if ((C->feat = feat_kind_parse(o->feature)) < 0)
 		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve)", o->feature);
-	if (strcmp(o->model, "xgb") && strcmp(o->model, "rfei") && strcmp(o->model, "none"))
-		return tk_seterr(TK_EINVAL, "unknown model '%s' (xgb, rfei, none)", o->model);
-	if (!tn_annealing(o) && strcmp(o->search, "random") && strcmp(o->search, "grid"))
-		return tk_seterr(TK_EINVAL, "unknown search '%s' (sa, csa, random, grid)", o->search);
-	if (!strcmp(o->search, "csa") && strcmp(o->model, "rfei"))
-		return tk_seterr(TK_EINVAL, "csa needs a model with uncertainty: --model rfei");
+	if ((rc = cm_lookup(o->model, &C->mk)) || (rc = sr_lookup(o->search, &C->sk)))
+		return rc;
+	assert(C->sk->next || C->sk->plan);
+	C->model_based = cm_is_model(C->mk) && C->sk->plan;
+	if ((C->sk->flags & SR_NEEDS_UNCERTAINTY) && !(C->mk->flags & CM_UNCERTAINTY)) {
+		cm_names(names, sizeof names, CM_UNCERTAINTY, 1);
+		return tk_seterr(TK_EINVAL, "%s needs a model with uncertainty: --model %s", C->sk->name,
+		                 names);
+	}
+	if ((C->sk->flags & SR_NEEDS_MODEL) && !cm_is_model(C->mk)) {
+		cm_names(names, sizeof names, 0, 1);
+		return tk_seterr(TK_EINVAL, "%s needs a model: --model %s", C->sk->name, names);
+	}
+	if (cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
+		return tk_seterr(TK_EINVAL, "model %s does not take %s features", C->mk->name,
+		                 o->feature);
 	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
 		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
 	if (o->transfer_hw[0] && !o->transfer_from[0])
 		return tk_seterr(TK_EINVAL, "a transfer hardware needs a history store (--transfer-from)");
-	if (o->transfer_from[0] && (strcmp(o->model, "xgb") || strcmp(o->search, "sa")))
-		return tk_seterr(TK_EINVAL, "transfer learning needs the xgb model and sa search");
+	if (o->transfer_from[0] && (!(C->mk->flags & CM_TRANSFER) || !C->model_based)) {
+		cm_names(names, sizeof names, CM_TRANSFER, 1);
+		return tk_seterr(TK_EINVAL, "transfer learning needs a model that takes a base model "
+		                 "(%s) and a search that plans on it", names);
+	}
 	if (!(o->time_budget >= 0) || o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
 	    o->epsilon > 1 || o->diversity < 0 || o->early_stop < 0 || o->sa.chains < 1 ||
 	    o->sa.iters < 1 || o->sa.early_stop < 1 || o->regtile < -1 || o->confirm < 0 ||
@@ -555,7 +574,7 @@ static int check_opts(const tn_opts *o, int *feat)
 	return TK_OK;
 }
 
-int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
+int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntask, char *const *task,
             const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
             const tn_hooks *h, tn_result *res)
 {
@@ -566,12 +585,13 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 	J.C.o = o;
 	J.C.target = target;
 	J.start = tk_now();
-	if ((rc = check_opts(o, &J.C.feat)))
+	if ((rc = check_opts(o, &J.C)))
 		return rc;
 	if (ntask < 1)
 		return tk_seterr(TK_EINVAL, "no task to tune");
-	if (o->replay[0] && (rc = store_open(o->replay, STORE_READONLY, &J.C.data)))
-		return rc;
+	if ((o->replay[0] && !in->replay) || (o->transfer_from[0] && !in->history))
+		return tk_seterr(TK_EINVAL, "the replay or history store is not open");
+	J.C.data = o->replay[0] ? in->replay : NULL;
 	if (!(J.tk = calloc((size_t)ntask, sizeof *J.tk))) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
@@ -588,8 +608,8 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 	/* the hardware the records belong to */
 	store_hw hw;
 	char hwkey[700], hwspec[600];
+	hw_pick p = { o->replay_hw, 0, "" }; /* hw.cpu points into it until the run begins */
 	if (J.C.data) {
-		hw_pick p = { o->replay_hw, 0, "" };
 		if ((rc = store_task_hardware(J.C.data, J.tk[0]->key, pick_hw, &p)) != 1 && rc) 
 			goto done;
 		for (int i = 1; i < ntask; i++)
@@ -610,7 +630,7 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 	}
 	/* before the run begins: too little history leaves no empty run behind */
 	if (o->transfer_from[0] &&
-	    (rc = model_load_history(&J.C, J.tk, ntask, o->transfer_from,
+	    (rc = model_load_history(&J.C, J.tk, ntask, in->history, o->transfer_from,
 	                             o->transfer_hw[0] ? o->transfer_hw : hw.key, &res->history)))
 		goto done;
 	if (resume_run > 0) {
@@ -618,7 +638,7 @@ int tn_tune(tk_store *st, const tk_target *target, int ntask, char *const *task,
 			goto done;
 	} else {
 		char method[64], *params = tn_opts_format(o, ntask, task, weight);
-		if (tn_annealing(o))
+		if (J.C.sk->plan)
 			snprintf(method, sizeof method, "tune/%s+%s%s", o->model, o->search,
 			         o->ms.run.adaptive ? "+adaptive" : "");
 		else
@@ -715,6 +735,5 @@ done:
 	for (int i = 0; J.tk && i < J.ntask; i++)
 		tuner_task_free(J.tk[i]);
 	free(J.tk);
-	store_close(J.C.data);
 	return rc;
 }

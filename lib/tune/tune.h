@@ -7,10 +7,10 @@
  * the last epsilon share of each plan is random; configurations already
  * measured are skipped; the model is refit whenever plan_size new records
  * have arrived. Before the first fit everything is random. Strategies:
- * sa (simulated annealing on the model), random, grid (space order), and
- * with --model none, sa is simulated annealing on the measured throughput
- * itself (a model-free baseline). Models: xgb (features + XGBoost, with an
- * optional base model from history whose weight decays as 1/2^(n/64)).
+ * the searches of search/search.h (sr_kinds[]: sa anneals on the model, or
+ * without one on the measured throughput itself) and the cost models of
+ * model/cost.h (cm_kinds[]; a model that takes a base model can start from
+ * one trained on history, whose weight decays as 1/2^(n/64)).
  *
  * Over several tasks (run.c): one round of `round` trials per task in
  * turn, then the Ansor task scheduler's gradient rule picks the task whose
@@ -37,8 +37,8 @@ typedef struct tn_opts {
 	int64_t trials;           /* total budget of measurements */
 	double time_budget;       /* seconds (simulated when replayed) for this
 	                             invocation, checked between batches; 0: none */
-	char model[16];           /* "xgb", "rfei" or "none" */
-	char search[16];          /* "sa", "csa", "random", "grid" */
+	char model[16];           /* a name of cm_kinds[] */
+	char search[16];          /* a name of sr_kinds[] */
 	char feature[16];         /* "itervar", "knob", "curve" */
 	char objective[16];       /* "rank" or "reg" */
 	int plan_size;            /* 64 */
@@ -60,11 +60,12 @@ typedef struct tn_opts {
 	                             many vectors (sp_limit_regtile); -1: the
 	                             target's registers minus 2; 0: no limit.
 	                             Not applied to replayed tasks */
-	char transfer_from[512];  /* history store, "" for none */
+	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */
-	char replay[512];         /* dataset store, "" for real measurement */
+	char replay[512];         /* dataset store (tn_stores.replay), "" for real
+	                             measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
 	char network[256];        /* network name or file, "" if tasks given */
 	ms_opts ms;               /* real measurement options */
@@ -109,13 +110,22 @@ typedef struct tn_result {
 	int64_t history;          /* records the transfer base models learnt from */
 } tn_result;
 
+/* The stores a job reads besides its own, opened (read-only) and closed
+ * by the caller: lib/tune opens none. */
+typedef struct tn_stores {
+	tk_store *replay;         /* the dataset of o->replay, if it is set */
+	tk_store *history;        /* the history of o->transfer_from, if it is set */
+} tn_stores;
+
 /* Tune the ntask tasks (weights: occurrences; NULL = all 1) with o on
- * target t (ignored when o->replay is set), storing into st; argv is the
+ * target t (ignored when o->replay is set), storing into st, reading the
+ * stores in (which must hold those o names); argv is the
  * command line kept with the run. resume_run > 0 continues that run: its
  * records are reloaded and the budget counts them. Returns TK_OK, TK_EINTR
  * when stopped through hooks->stop (the run stays unfinished and can be
- * resumed), TK_EINVAL for bad tasks or options, other errors. */
-int tn_tune(tk_store *st, const tk_target *t, int ntask, char *const *task,
+ * resumed), TK_EINVAL for bad tasks or options (an unknown model or
+ * search, one that needs what the other lacks), other errors. */
+int tn_tune(tk_store *st, const tn_stores *in, const tk_target *t, int ntask, char *const *task,
             const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
             const tn_hooks *hooks, tn_result *res);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "features/feature.h"
-#include "model/xgb.h"
+#include "model/cost.h"
 #include "tune.h"
 
 /* ---- feature cache: configuration index -> feature vector -------------- */
@@ -47,20 +47,15 @@ typedef struct tn_task {
 	sp_config *plan;
 	int nplan, plan_pt, fits;
 	double fit_s;         /* wall seconds in model_fit */
-	struct tn_model *model;
-	xgb_model *base;      /* transfer learning: model of the history, or NULL */
+	cm_model *model;      /* NULL before the first fit */
+	cm_model *base;       /* transfer learning: model of the history, or NULL */
 	double base_w;        /* its weight in the last fit: 1 / 2^(records / 64) */
-	sr_sa *sa;
-	int64_t grid_pos;     /* grid search cursor */
+	void *search;         /* the search's own state, or NULL */
+	void (*free_search)(void *); /* its sr_kind.free_state */
 	double epsilon;       /* random share of each plan: o->epsilon, or with
-	                         csa AdaTune's contextual value after each fit */
+	                         SR_CONTEXT_EPSILON the model's deviation after
+	                         each fit */
 	int logged_fits;      /* fits whose epsilon is in the run log */
-
-	/* model-free annealing */
-	int nchain;
-	sp_config *chain;
-	double *chain_thr;
-	int *pending;         /* chain of each proposed config of the last batch */
 
 	tn_fcache fc;
 
@@ -70,22 +65,16 @@ typedef struct tn_task {
 	int nhist;
 } tn_task;
 
-/* Annealing on a score (sa, csa), and annealing on a cost model. */
-static inline int tn_annealing(const tn_opts *o)
-{
-	return !strcmp(o->search, "sa") || !strcmp(o->search, "csa");
-}
-static inline int tn_model_based(const tn_opts *o)
-{
-	return tn_annealing(o) && strcmp(o->model, "none");
-}
-
 /* The context every part of a job sees. */
 typedef struct tn_ctx {
 	const tn_opts *o;
 	const tk_target *target;
 	tk_store *data;       /* replay dataset, or NULL */
 	int feat;             /* FEAT_* of o->feature */
+	const cm_kind *mk;    /* the cost model's row (o->model) */
+	const sr_kind *sk;    /* the search's row (o->search) */
+	int model_based;      /* the search plans on the model: a model and a
+	                         search with a plan operation */
 } tn_ctx;
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
@@ -103,28 +92,27 @@ double tuner_throughput(const tn_task *t, const ms_result *r);
 
 /* ---- cost model (model.c) ------------------------------------------------------ */
 
-typedef struct tn_model tn_model;
-int model_new(tn_ctx *C, tn_task *t, tn_model **out);
-int model_fit(tn_ctx *C, tn_task *t, tn_model *m);
-/* Scores for the search: xgb's prediction, or for rfei the expected
- * positive improvement of the ensemble's mean and deviation. */
-int model_predict(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, int n, float *out);
-/* rfei: the ensemble's mean and standard deviation of the normalised
- * throughput (zeros before the first fit). */
-int model_predict_dist(tn_ctx *C, tn_task *t, tn_model *m, const sp_config *c, int n,
-                       float *mu, float *sd);
-void model_free(tn_model *m);
+/* Fit (or update) t->model on t's records through the model's row. */
+int model_fit(tn_ctx *C, tn_task *t);
+/* Scores for the search: the model's prediction (on top of the base
+ * model's), or for a model with uncertainty the expected positive
+ * improvement of its mean and deviation over the best measured (1 in the
+ * normalised throughputs it learnt). Zeros before the first fit. */
+int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out);
+/* Mean and deviation of the normalised throughput (zeros before the first
+ * fit); only for models with uncertainty. */
+int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd);
 /* Features of configurations of t (cached). out has n * d floats. */
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);
 /* Transfer learning (AutoTVM's load_history): train a base model per task
- * on the records of the history store at path measured on the hardware
- * with key hw_key, for tasks of the same operator whose feature vectors
- * have the same length. A task with fewer than HISTORY_MIN such records
- * gets none. *nrec receives the number of history records used; TK_EINVAL
- * if no task got a base model. */
+ * on the records of the history store hs measured on the hardware with
+ * key hw_key (hs_name names it in messages), for tasks of the same
+ * operator whose feature vectors have the same length. A task with fewer
+ * than HISTORY_MIN such records gets none. *nrec receives the number of
+ * history records used; TK_EINVAL if no task got a base model. */
 #define HISTORY_MIN 64
-int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, const char *path,
-                       const char *hw_key, int64_t *nrec);
+int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, tk_store *hs,
+                       const char *hs_name, const char *hw_key, int64_t *nrec);
 void fcache_free(tn_fcache *f);
 
 /* ---- measurement (measurer.c) ------------------------------------------------------ */

@@ -1,10 +1,12 @@
 /*
  * tuner: what to measure next for one task, and learning from what was
  * measured. The model-based path follows AutoTVM's ModelBasedTuner
- * (next_batch/update): a plan of plan_size configurations from simulated
- * annealing on the model, the last epsilon share of it random, refits every
- * plan_size records. Random and grid search need no model; model-free
- * annealing runs `batch` chains whose steps are measured.
+ * (next_batch/update): a plan of plan_size configurations from the search's
+ * plan on the model (simulated annealing), the last epsilon share of it
+ * random, refits every plan_size records. Without a model, or with a
+ * search that plans on none, the search proposes by itself (random, grid,
+ * or annealing chains whose steps are measured). The model and the search
+ * are rows of their tables (C->mk, C->sk): nothing here names one.
  */
 #include <float.h>
 #include <math.h>
@@ -20,29 +22,26 @@ double tuner_throughput(const tn_task *t, const ms_result *r)
 	return (t->flops > 0 ? t->flops : 1.0) / r->run.median;
 }
 
+/* What the search sees of t. */
+static sr_env env_of(tn_ctx *C, tn_task *t)
+{
+	/* model-free annealing: the temperature falls from 1 to 0 over the
+	 * task's share of the budget */
+	double total = C->o->trials > 0 ? (double)C->o->trials : 1;
+	double temp = 1 - (double)t->trials / total;
+	sr_env e = { t->space, &t->visited, &t->rng, C->o->batch, temp < 1e-3 ? 1e-3 : temp,
+	             t->best_thr };
+	return e;
+}
+
+static int random_unvisited(tn_task *t, sp_config *c)
+{
+	return sr_random_unvisited(t->space, &t->visited, &t->rng, c);
+}
+
 static int space_exhausted(const tn_task *t)
 {
 	return (uint64_t)t->visited.n >= t->space->size;
-}
-
-/* A uniformly random unvisited configuration; 0 if none was found. */
-static int random_unvisited(tn_task *t, sp_config *c)
-{
-	for (int tries = 0; tries < 1000; tries++) {
-		sp_sample(t->space, &t->rng, c);
-		if (!sr_set_has(&t->visited, sp_index(t->space, c)))
-			return 1;
-	}
-	/* nearly exhausted: walk the space from a random start */
-	uint64_t start = tk_rng_below64(&t->rng, t->space->size);
-	for (uint64_t k = 0; k < t->space->size; k++) {
-		uint64_t idx = (start + k) % t->space->size;
-		if (!sr_set_has(&t->visited, idx)) {
-			sp_from_index(t->space, idx, c);
-			return 1;
-		}
-	}
-	return 0;
 }
 
 static int take(tn_task *t, const sp_config *c, sp_config *out, int *n)
@@ -51,57 +50,6 @@ static int take(tn_task *t, const sp_config *c, sp_config *out, int *n)
 	if (!rc)
 		out[(*n)++] = *c;
 	return rc;
-}
-
-/* ---- model-free annealing ------------------------------------------------ */
-
-static int anneal_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
-{
-	int rc = TK_OK;
-	if (!t->chain) {
-		t->nchain = C->o->batch > 0 ? C->o->batch : 8;
-		t->chain = calloc((size_t)t->nchain, sizeof *t->chain);
-		t->chain_thr = calloc((size_t)t->nchain, sizeof *t->chain_thr);
-		t->pending = calloc((size_t)t->nchain, sizeof *t->pending);
-		if (!t->chain || !t->chain_thr || !t->pending)
-			return tk_seterr(TK_ENOMEM, "out of memory");
-		for (int i = 0; i < t->nchain; i++)
-			t->chain_thr[i] = -1; /* not started */
-	}
-	if (want > t->nchain)
-		want = t->nchain;
-	for (int i = 0; i < want && !rc; i++) {
-		sp_config c;
-		int found = 0;
-		if (t->chain_thr[i] >= 0)
-			for (int tries = 0; tries < 50 && !found; tries++) {
-				sp_neighbor(t->space, &t->rng, &t->chain[i], &c);
-				found = !sr_set_has(&t->visited, sp_index(t->space, &c));
-			}
-		if (!found && !random_unvisited(t, &c))
-			break;
-		t->pending[*n] = i;
-		rc = take(t, &c, out, n);
-	}
-	return rc;
-}
-
-static void anneal_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, int n)
-{
-	/* temperature falls from 1 to 0 over the task's share of the budget */
-	double total = C->o->trials > 0 ? (double)C->o->trials : 1;
-	double temp = 1 - (double)t->trials / total;
-	if (temp < 1e-3)
-		temp = 1e-3;
-	for (int k = 0; k < n && t->chain; k++) {
-		int i = t->pending[k];
-		double y = tuner_throughput(t, &r[k]) / (t->best_thr > 0 ? t->best_thr : 1);
-		double cur = t->chain_thr[i] < 0 ? -1 : t->chain_thr[i] / (t->best_thr > 0 ? t->best_thr : 1);
-		if (cur < 0 || y >= cur || tk_rng_unif(&t->rng) < exp((y - cur) / temp)) {
-			t->chain[i] = c[k];
-			t->chain_thr[i] = tuner_throughput(t, &r[k]);
-		}
-	}
 }
 
 /* ---- the model-based tuner ------------------------------------------------ */
@@ -115,7 +63,7 @@ typedef struct score_ctx {
 static int score(void *p, const sp_config *c, int n, float *out)
 {
 	score_ctx *s = p;
-	int rc = model_predict(s->C, s->t, s->t->model, c, n, out);
+	int rc = model_predict(s->C, s->t, c, n, out);
 	for (int i = 0; !rc && s->panel && i < n; i++)
 		if (!sp_panel(s->t->space, &c[i]))
 			out[i] = -FLT_MAX;
@@ -136,7 +84,7 @@ static int context_epsilon(tn_ctx *C, tn_task *t)
 		k++;
 	if (k == 0)
 		return TK_OK;
-	if ((rc = model_predict_dist(C, t, t->model, c, k, mu, sd)))
+	if ((rc = model_predict_dist(C, t, c, k, mu, sd)))
 		return rc;
 	double s = 0;
 	for (int i = 0; i < k; i++)
@@ -272,16 +220,12 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 static int replan(tn_ctx *C, tn_task *t)
 {
 	int rc, plan = C->o->plan_size, want = plan;
-	if (!t->model && (rc = model_new(C, t, &t->model)))
-		return rc;
 	double t0 = tk_now();
-	rc = model_fit(C, t, t->model);
+	rc = model_fit(C, t);
 	t->fit_s += tk_now() - t0;
 	if (rc)
 		return rc;
-	if (!strcmp(C->o->search, "csa") && t->nx > 0 && (rc = context_epsilon(C, t)))
-		return rc;
-	if (!t->sa && (rc = sr_sa_new(t->space, &C->o->sa, &t->sa)))
+	if ((C->sk->flags & SR_CONTEXT_EPSILON) && t->nx > 0 && (rc = context_epsilon(C, t)))
 		return rc;
 	if (C->o->diversity > 1)
 		want = plan * C->o->diversity;
@@ -294,7 +238,8 @@ static int replan(tn_ctx *C, tn_task *t)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = sr_sa_find(t->sa, score, &s, &t->visited, &t->rng, want, cand, sc, &got)))
+	sr_env e = env_of(C, t);
+	if ((rc = C->sk->plan(&t->search, &e, &C->o->sa, score, &s, want, cand, sc, &got)))
 		goto done;
 	free(t->plan);
 	t->plan = malloc(sizeof *t->plan * (size_t)(got ? got : 1));
@@ -328,19 +273,9 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	const tn_opts *o = C->o;
 	int rc = TK_OK;
 	*n = 0;
-	if (!strcmp(o->search, "grid")) {
-		for (; *n < want && t->grid_pos < (int64_t)t->space->size && !rc; t->grid_pos++) {
-			sp_config c;
-			sp_from_index(t->space, (uint64_t)t->grid_pos, &c);
-			if (!sr_set_has(&t->visited, (uint64_t)t->grid_pos))
-				rc = take(t, &c, out, n);
-		}
-	} else if (!strcmp(o->search, "random")) {
-		sp_config c;
-		while (*n < want && !space_exhausted(t) && !rc && random_unvisited(t, &c))
-			rc = take(t, &c, out, n);
-	} else if (!strcmp(o->model, "none")) {
-		rc = anneal_next(C, t, want, out, n);
+	if (!C->model_based) {
+		sr_env e = env_of(C, t);
+		rc = C->sk->next(&t->search, &e, want, out, n);
 	} else {
 		/* ModelBasedTuner.next_batch */
 		int eps = (int)(t->epsilon * o->plan_size);
@@ -366,7 +301,7 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 int tuner_start(tn_ctx *C, tn_task *t)
 {
 	int rc = TK_OK;
-	if (t->base && t->fits == 0 && tn_model_based(C->o)) {
+	if (t->base && t->fits == 0 && C->model_based) {
 		/* AutoTVM plans the first trials on the base model alone and does
 		 * not count that as a fit: the first refit still comes at plan_size */
 		rc = replan(C, t);
@@ -403,12 +338,20 @@ int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, 
 		t->xc[t->nx] = c[i];
 		t->ys[t->nx++] = (float)y;
 	}
-	if (tn_annealing(o) && !strcmp(o->model, "none"))
-		anneal_update(C, t, c, r, n);
+	if (!C->model_based && C->sk->learn) {
+		double *thr = malloc(sizeof *thr * (size_t)(n > 0 ? n : 1));
+		if (!thr)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		for (int i = 0; i < n; i++)
+			thr[i] = tuner_throughput(t, &r[i]);
+		sr_env e = env_of(C, t);
+		C->sk->learn(t->search, &e, c, thr, n);
+		free(thr);
+	}
 	if (o->early_stop > 0 && t->trials - t->last_improve >= o->early_stop)
 		t->done = 1;
 	/* ModelBasedTuner.update: refit once plan_size more records arrived */
-	if (tn_model_based(o) &&
+	if (C->model_based &&
 	    t->nx >= o->plan_size * (t->fits + 1) && t->best_thr > 0)
 		return replan(C, t);
 	return TK_OK;
@@ -425,12 +368,10 @@ void tuner_task_free(tn_task *t)
 	free(t->xc);
 	free(t->ys);
 	free(t->plan);
-	model_free(t->model);
-	xgb_free(t->base);
-	sr_sa_free(t->sa);
-	free(t->chain);
-	free(t->chain_thr);
-	free(t->pending);
+	cm_free(t->model);
+	cm_free(t->base);
+	if (t->search)
+		t->free_search(t->search);
 	fcache_free(&t->fc);
 	free(t);
 }

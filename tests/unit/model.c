@@ -15,12 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model/cost.h"
 #include "model/metrics.h"
 #include "model/modelfile.h"
 #include "model/xgb.h"
 #include "store/store.h"
 #include "store/store_int.h"
 #include "store/store_models.h"
+#include "train/train.h"
 #include "util/util.h"
 
 /* ---- helpers -------------------------------------------------------- */
@@ -762,7 +764,255 @@ TEST(store_training_rows_and_models)
 	store_close(s);
 }
 
-UNIT_MAIN(xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
+
+/* ---- the model table ------------------------------------------------------ */
+
+/* Names resolve; an unknown one is refused with the names in the message;
+ * the capability flags say what the tuner and the searches rely on. */
+TEST(cost_table_names_and_flags)
+{
+	const cm_kind *k = NULL;
+	char names[128];
+	CHECK_EQ_INT(cm_lookup("xgb", &k), TK_OK);
+	CHECK(k && cm_is_model(k) && (k->flags & CM_TRANSFER) && !(k->flags & CM_UNCERTAINTY));
+	CHECK_EQ_INT(cm_lookup("rfei", &k), TK_OK);
+	CHECK(k && k->predict_dist && (k->flags & CM_UNCERTAINTY) && !(k->flags & CM_TRANSFER));
+	CHECK_EQ_INT(cm_lookup("none", &k), TK_OK);
+	CHECK(k && !cm_is_model(k));
+	CHECK_EQ_INT(cm_lookup("svm", &k), TK_EINVAL);
+	CHECK(k == NULL);
+	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, none)") != NULL);
+	cm_names(names, sizeof names, CM_UNCERTAINTY, 1);
+	CHECK_EQ_STR(names, "rfei");
+	cm_names(names, sizeof names, 0, 1);
+	CHECK_EQ_STR(names, "xgb, rfei");
+	cm_names(names, 5, 0, 0);   /* cut short, still terminated */
+	CHECK_EQ_STR(names, "xgb");
+	for (int i = 0; i < cm_nkinds; i++) {
+		k = cm_kinds[i];
+		CHECK(k->name && k->summary && cm_find(k->name) == k);
+		/* a model has every operation but update; "none" none */
+		if (cm_is_model(k))
+			CHECK(k->predict && k->save && k->load && k->free && k->features);
+		else
+			CHECK(!k->predict && !k->save && !k->load);
+		CHECK(!(k->flags & CM_UNCERTAINTY) == !k->predict_dist);
+	}
+	cm_model *m = NULL;
+	cm_params p;
+	cm_params_default(&p);
+	cm_data d = { 0 };
+	CHECK_EQ_INT(cm_fit(cm_find("none"), &p, &d, NULL, &m), TK_EINVAL);
+	CHECK(m == NULL);
+}
+
+/* rfei: the mean of its members, a deviation that is larger away from the
+ * data, the same fit from the same seed and generator, and the payload
+ * round trip with identical predictions; damaged payloads are refused. */
+TEST(cost_rfei_fit_dist_and_reload)
+{
+	enum { N = 200, NT = 50 };
+	static float x[N * SD], y[N], xt[NT * SD], yt[NT], mu[NT], sd[NT], mu2[NT], sd2[NT], pm[NT];
+	tk_rng r, g1, g2;
+	tk_rng_seed(&r, 5, 3);
+	synth(&r, N, x, y);
+	synth(&r, NT, xt, yt);
+	const cm_kind *k = cm_find("rfei");
+	cm_params p;
+	cm_params_default(&p);
+	p.rounds = 30;
+	p.seed = 9;
+	tk_rng_seed(&g1, 1, 2);
+	tk_rng_seed(&g2, 1, 2);
+	cm_data d = { N, SD, x, y, 0, NULL, NULL };
+	cm_model *m = NULL, *m2 = NULL, *m3 = NULL;
+	p.rng = &g1;
+	CHECK_EQ_INT(cm_fit(k, &p, &d, NULL, &m), TK_OK);
+	p.rng = &g2;
+	CHECK_EQ_INT(cm_fit(k, &p, &d, NULL, &m2), TK_OK);
+	if (!m || !m2)
+		return;
+	CHECK_EQ_INT(cm_predict_dist(m, xt, NT, SD, mu, sd), TK_OK);
+	CHECK_EQ_INT(cm_predict_dist(m2, xt, NT, SD, mu2, sd2), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, xt, NT, SD, NULL, pm), TK_OK);
+	int same = 0, spread = 0;
+	for (int i = 0; i < NT; i++) {
+		same += mu[i] == mu2[i] && sd[i] == sd2[i] && pm[i] == mu[i];
+		spread += sd[i] > 0;
+	}
+	CHECK_EQ_INT(same, NT);
+	CHECK(spread > NT / 2);              /* bootstrap members disagree */
+	CHECK(spearman(mu, yt, NT) > 0.8);
+	CHECK_EQ_INT(cm_predict(m, xt, NT, SD, yt, pm), TK_EINVAL); /* no base margins */
+
+	void *buf = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(cm_save(m, &buf, &len), TK_OK);
+	CHECK(len > 20 && !memcmp(buf, "tunekit-rfei 1 10\n", 18));
+	CHECK_EQ_INT(cm_load(k, buf, len, &m3), TK_OK);
+	if (m3) {
+		CHECK_EQ_INT(cm_predict_dist(m3, xt, NT, SD, mu2, sd2), TK_OK);
+		same = 0;
+		for (int i = 0; i < NT; i++)
+			same += mu[i] == mu2[i] && sd[i] == sd2[i];
+		CHECK_EQ_INT(same, NT);
+		mf_meta meta;
+		memset(&meta, 0, sizeof meta);
+		CHECK_EQ_INT(cm_describe(m3, &meta), TK_OK);
+		CHECK_EQ_STR(mf_get(&meta, "kind"), "rfei");
+		CHECK_EQ_STR(mf_get(&meta, "members"), "10");
+	}
+	cm_model *bad = NULL;
+	char *c = malloc(len);
+	memcpy(c, buf, len);
+	CHECK_EQ_INT(cm_load(k, c, len / 2, &bad), TK_ECORRUPT);      /* cut short */
+	CHECK_EQ_INT(cm_load(k, c, len - 1, &bad), TK_ECORRUPT);
+	c[13] = '2';                                                    /* version 2 */
+	CHECK_EQ_INT(cm_load(k, c, len, &bad), TK_ECORRUPT);
+	CHECK_EQ_INT(cm_load(k, "tunekit-model 1\n", 16, &bad), TK_ECORRUPT);
+	CHECK(bad == NULL);
+	/* an xgb payload is not an rfei one, nor the other way round */
+	CHECK_EQ_INT(cm_load(cm_find("xgb"), buf, len, &bad), TK_ECORRUPT);
+	free(c);
+	free(buf);
+	cm_free(m);
+	cm_free(m2);
+	cm_free(m3);
+}
+
+/* xgb through the table: updates refit, margins reach the trees. */
+TEST(cost_xgb_update_and_margin)
+{
+	enum { N = 300 };
+	static float x[N * SD], y[N], base[N], p0[N], p1[N];
+	tk_rng r;
+	tk_rng_seed(&r, 11, 2);
+	synth(&r, N, x, y);
+	for (int i = 0; i < N; i++)
+		base[i] = (float)(3 * x[i * SD + 2]);
+	cm_params p;
+	cm_params_default(&p);
+	p.rank = 0;
+	p.rounds = 40;
+	cm_data half = { N / 2, SD, x, y, 0, NULL, NULL }, all = { N, SD, x, y, 0, NULL, NULL };
+	cm_model *m = NULL;
+	CHECK_EQ_INT(cm_fit(cm_find("xgb"), &p, &half, NULL, &m), TK_OK);
+	if (!m)
+		return;
+	CHECK_EQ_INT(cm_update(m, &p, &all), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, x, N, SD, NULL, p0), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, x, N, SD, base, p1), TK_OK);
+	double se = 0;
+	for (int i = 0; i < N; i++) {
+		/* the margins replace the constant base score, row by row */
+		CHECK_NEAR(p1[i] - p0[i] - base[i], p1[0] - p0[0] - base[0], 1e-4);
+		se += (p0[i] - y[i]) * (p0[i] - y[i]);
+	}
+	CHECK(se / N < 0.01);    /* it learnt the second half too */
+	mf_meta meta;
+	memset(&meta, 0, sizeof meta);
+	CHECK_EQ_INT(cm_describe(m, &meta), TK_OK);
+	CHECK_EQ_STR(mf_get(&meta, "objective"), "reg:squarederror");
+	CHECK_EQ_STR(mf_get(&meta, "rounds"), "40");
+	cm_free(m);
+}
+
+/* ---- the training pipeline -------------------------------------------------- */
+
+/* Labels per task, the seeded split by task, parts grouped by task. */
+TEST(train_labels_split_parts)
+{
+	tr_set ts;
+	memset(&ts, 0, sizeof ts);
+	/* 3 tasks of 4 rows: latencies 1, 2, 4 and an invalid row */
+	ts.n = ts.cap = 12;
+	ts.ntask = ts.tcap = 3;
+	ts.meas = calloc(12, sizeof *ts.meas);
+	ts.hw = calloc(12, sizeof *ts.hw);
+	ts.task = calloc(12, sizeof *ts.task);
+	ts.lat = calloc(12, sizeof *ts.lat);
+	ts.thr = calloc(12, sizeof *ts.thr);
+	ts.nx = calloc(12, sizeof *ts.nx);
+	ts.xoff = calloc(12, sizeof *ts.xoff);
+	ts.xbuf = calloc(24, sizeof *ts.xbuf);
+	ts.tasks = calloc(3, sizeof *ts.tasks);
+	static const double lat[4] = { 1, 2, 4, -1 };
+	for (int i = 0; i < 12; i++) {
+		ts.task[i] = i / 4;
+		ts.lat[i] = lat[i % 4];
+		ts.thr[i] = lat[i % 4] > 0 ? (float)(1e9 * (1 + i / 4) / lat[i % 4]) : 0;
+		ts.nx[i] = 1 + i % 2;      /* ragged: padded to 2 */
+		ts.xoff[i] = (size_t)(2 * i);
+		ts.xbuf[2 * i] = (float)i;
+		ts.xbuf[2 * i + 1] = 100;
+	}
+	for (int t = 0; t < 3; t++) {
+		char key[16];
+		snprintf(key, sizeof key, "dense:m=%d", t);
+		ts.tasks[t].key = strdup(key);
+		ts.tasks[t].first = 4 * t;
+		ts.tasks[t].n = 4;
+		ts.tasks[t].d = 2;
+	}
+	float y[12];
+	tr_labels(&ts, y);
+	for (int i = 0; i < 12; i++)
+		CHECK_NEAR(y[i], lat[i % 4] > 0 ? 1 / lat[i % 4] : 0, 1e-6);
+
+	char hold[12], hold2[12];
+	int nhold, by_rows;
+	tr_split_opts so = { 0.34, NULL, 0, 7 };
+	CHECK_EQ_INT(tr_split(&ts, &so, hold, &nhold, &by_rows), TK_OK);
+	CHECK(nhold == 4 && !by_rows);
+	int held = -1;
+	for (int t = 0; t < 3; t++)
+		if (ts.tasks[t].holdout)
+			held = t;
+	for (int i = 0; i < 12; i++)
+		CHECK_EQ_INT(hold[i], i / 4 == held);
+	for (int t = 0; t < 3; t++)
+		ts.tasks[t].holdout = 0;
+	CHECK_EQ_INT(tr_split(&ts, &so, hold2, &nhold, &by_rows), TK_OK);
+	CHECK(!memcmp(hold, hold2, sizeof hold));          /* the same seed, the same task */
+	for (int t = 0; t < 3; t++)
+		ts.tasks[t].holdout = 0;
+
+	const char *names[] = { "dense:m=1", "dense:m=9" };
+	tr_split_opts named = { 0, names, 1, 1 };
+	CHECK_EQ_INT(tr_split(&ts, &named, hold, &nhold, &by_rows), TK_OK);
+	CHECK(nhold == 4 && hold[4] && hold[7] && !hold[3] && !hold[8]);
+	named.tasks = names + 1;
+	CHECK_EQ_INT(tr_split(&ts, &named, hold, &nhold, &by_rows), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "no records of that task") != NULL);
+	for (int t = 0; t < 3; t++)
+		ts.tasks[t].holdout = 1;
+	tr_split_opts none = { 0, NULL, 0, 1 };
+	CHECK_EQ_INT(tr_split(&ts, &none, hold, &nhold, &by_rows), TK_EINVAL); /* all held out */
+	for (int t = 0; t < 3; t++)
+		ts.tasks[t].holdout = 0;
+
+	memset(hold, 0, sizeof hold);
+	hold[4] = hold[5] = 1;
+	tr_part pt;
+	CHECK_EQ_INT(tr_part_build(&ts, y, hold, 0, 2, &pt), TK_OK);
+	CHECK(pt.n == 10 && pt.ngroup == 3 && pt.group[0] == 4 && pt.group[1] == 2 && pt.group[2] == 4);
+	CHECK(pt.x[0] == 0 && pt.x[1] == 0);        /* row 0 has 1 feature: padded */
+	CHECK(pt.x[2] == 1 && pt.x[3] == 100);
+	CHECK(pt.x[8] == 6 && pt.y[4] == y[6]);     /* rows 4 and 5 left out */
+	tr_part_free(&pt);
+
+	/* tr_normalise: the best is 1, nothing positive gives zeros */
+	float thr[3] = { 2, 8, 0 }, z[3] = { 0, 0, 0 }, out[3];
+	tr_normalise(thr, 3, out);
+	CHECK(out[0] == 0.25f && out[1] == 1 && out[2] == 0);
+	tr_normalise(z, 3, out);
+	CHECK(out[0] == 0 && out[1] == 0 && out[2] == 0);
+	tr_set_free(&ts);
+	CHECK(ts.n == 0 && ts.tasks == NULL);
+}
+
+UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
+          train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
           metrics_ties_and_edges, modelfile_round_trip, modelfile_corruption,
           store_training_rows_and_models)

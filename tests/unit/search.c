@@ -1,7 +1,8 @@
 /*
  * Unit tests for lib/search: index sets, simulated annealing (never an
  * out-of-space, excluded or repeated configuration; finds the maximum of a
- * known score), diversity-aware selection.
+ * known score), diversity-aware selection, and the search table (names,
+ * flags, what random, grid and model-free annealing propose).
  */
 #include <stdlib.h>
 
@@ -364,7 +365,107 @@ TEST(test_regtile_limit)
 	te_prog_free(p);
 }
 
-UNIT_MAIN(test_setup, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
+
+/* ---- the search table ------------------------------------------------------------- */
+
+TEST(test_table_names_and_flags)
+{
+	const sr_kind *k = NULL;
+	char names[64];
+	CHECK_EQ_INT(sr_lookup("csa", &k), TK_OK);
+	CHECK(k && (k->flags & SR_NEEDS_UNCERTAINTY) && (k->flags & SR_CONTEXT_EPSILON) && k->plan &&
+	      !k->next);
+	CHECK_EQ_INT(sr_lookup("sa", &k), TK_OK);
+	CHECK(k && k->plan && k->next && k->learn && !(k->flags & SR_NEEDS_MODEL));
+	CHECK_EQ_INT(sr_lookup("random", &k), TK_OK);
+	CHECK(k && k->next && !k->plan);
+	CHECK_EQ_INT(sr_lookup("bo", &k), TK_EINVAL);
+	CHECK(k == NULL && strstr(tk_errmsg(), "unknown search 'bo' (sa, csa, random, grid)"));
+	sr_names(names, sizeof names);
+	CHECK_EQ_STR(names, "sa, csa, random, grid");
+	for (int i = 0; i < sr_nkinds; i++)
+		CHECK(sr_find(sr_kinds[i]->name) == sr_kinds[i] && sr_kinds[i]->summary &&
+		      (sr_kinds[i]->next || sr_kinds[i]->plan) && sr_kinds[i]->free_state);
+}
+
+/* Grid walks the space in index order past visited points; random never
+ * repeats and stops when the space is exhausted; both mark what they
+ * propose as visited. */
+TEST(test_grid_and_random_propose)
+{
+	te_prog *p;
+	sp_space *s;
+	CHECK_EQ_INT(te_task_parse("dense:m=4,n=4,k=4", &p), TK_OK);
+	CHECK_EQ_INT(sp_space_create(p, &s), TK_OK);
+	sr_set seen;
+	tk_rng rng;
+	sr_set_init(&seen);
+	tk_rng_seed(&rng, 3, 0);
+	sr_env e = { s, &seen, &rng, 8, 1, 0 };
+	const sr_kind *grid = sr_find("grid"), *rnd = sr_find("random");
+	void *st = NULL;
+	sp_config out[8];
+	int n = 0;
+	CHECK_EQ_INT(sr_set_add(&seen, 1), TK_OK);
+	CHECK_EQ_INT(grid->next(&st, &e, 3, out, &n), TK_OK);
+	CHECK(n == 3 && sp_index(s, &out[0]) == 0 && sp_index(s, &out[1]) == 2 &&
+	      sp_index(s, &out[2]) == 3);
+	CHECK_EQ_INT(grid->next(&st, &e, 1, out, &n), TK_OK);
+	CHECK(n == 1 && sp_index(s, &out[0]) == 4 && sr_set_has(&seen, 4));
+	grid->free_state(st);
+
+	int bad = 0;
+	uint64_t total = 5;
+	void *rs = NULL;
+	do {
+		CHECK_EQ_INT(rnd->next(&rs, &e, 8, out, &n), TK_OK);
+		total += (uint64_t)n;
+		for (int i = 0; i < n; i++)
+			bad += !sr_set_has(&seen, sp_index(s, &out[i]));
+	} while (n > 0 && total < s->size + 10);
+	CHECK_EQ_INT(bad, 0);
+	CHECK((uint64_t)seen.n == s->size && total == s->size);
+	rnd->free_state(rs);
+	sr_set_free(&seen);
+	sp_space_free(s);
+	te_prog_free(p);
+}
+
+/* Model-free annealing: one proposal per chain, neighbours of the chains'
+ * points once they have one, the better step always taken. */
+TEST(test_anneal_without_a_model)
+{
+	sr_set seen;
+	tk_rng rng;
+	sr_set_init(&seen);
+	tk_rng_seed(&rng, 4, 0);
+	sr_env e = { space, &seen, &rng, 4, 1, 0 };
+	const sr_kind *sa = sr_find("sa");
+	void *st = NULL;
+	sp_config a[8], b[8];
+	int n = 0, m = 0;
+	CHECK_EQ_INT(sa->next(&st, &e, 8, a, &n), TK_OK);
+	CHECK_EQ_INT(n, 4);                  /* at most one per chain */
+	double thr[4] = { 1, 2, 3, 4 };
+	e.best = 4;
+	sa->learn(st, &e, a, thr, n);
+	CHECK_EQ_INT(sa->next(&st, &e, 4, b, &m), TK_OK);
+	CHECK_EQ_INT(m, 4);
+	int steps = 0;
+	for (int i = 0; i < m; i++) {
+		int diff = 0;
+		for (int k = 0; k < space->nknob; k++)
+			diff += a[i].v[k] != b[i].v[k];
+		steps += diff == 1;                  /* a neighbour: one knob changed */
+		CHECK(sr_set_has(&seen, sp_index(space, &b[i])));
+	}
+	CHECK_EQ_INT(steps, m);
+	sa->free_state(st);
+	sr_set_free(&seen);
+}
+
+UNIT_MAIN(test_setup, test_table_names_and_flags, test_grid_and_random_propose,
+          test_anneal_without_a_model, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
           test_sa_holds_a_fixed_knob,
           test_diverse, test_sa_small_space_is_exhausted_cleanly,
           test_vector_axis_fixes_the_block, test_tiles_of_three, test_regtile_limit, test_teardown)

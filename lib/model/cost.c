@@ -1,0 +1,157 @@
+/*
+ * cost: the table of cost models and the operations on a model handle
+ * (see cost.h). A row's own file implements its operations; this file
+ * only dispatches, so adding a model is its file and one line below.
+ */
+#include "cost.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const cm_kind cm_xgb, cm_rfei;
+
+/* The model-free choice: no operations. */
+static const cm_kind cm_none = {
+	.name = "none",
+	.summary = "no model: sa anneals on the measured throughput itself",
+};
+
+const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_none };
+const int cm_nkinds = ArraySize(cm_kinds);
+
+struct cm_model {
+	const cm_kind *kind;
+	void *state;
+};
+
+void cm_params_default(cm_params *p)
+{
+	memset(p, 0, sizeof *p);
+	p->rank = 1;
+	p->seed = 1;
+	p->nthread = 1;
+}
+
+const cm_kind *cm_find(const char *name)
+{
+	for (int i = 0; name && i < cm_nkinds; i++)
+		if (!strcmp(cm_kinds[i]->name, name))
+			return cm_kinds[i];
+	return NULL;
+}
+
+void cm_names(char *buf, size_t size, unsigned need, int fits)
+{
+	size_t len = 0;
+	assert(size > 0);
+	buf[0] = 0;
+	for (int i = 0; i < cm_nkinds; i++) {
+		const cm_kind *k = cm_kinds[i];
+		if ((k->flags & need) != need || (fits && !k->fit))
+			continue;
+		int w = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", k->name);
+		if (w < 0 || (size_t)w >= size - len) {
+			buf[len] = 0; /* whole names only */
+			break;
+		}
+		len += (size_t)w;
+	}
+}
+
+int cm_lookup(const char *name, const cm_kind **out)
+{
+	char names[256];
+	if ((*out = cm_find(name)))
+		return TK_OK;
+	cm_names(names, sizeof names, 0, 0);
+	return tk_seterr(TK_EINVAL, "unknown model '%s' (%s)", name ? name : "", names);
+}
+
+static int wrap(const cm_kind *k, void *state, cm_model **out)
+{
+	if (!(*out = malloc(sizeof **out))) {
+		k->free(state);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	(*out)->kind = k;
+	(*out)->state = state;
+	return TK_OK;
+}
+
+int cm_fit(const cm_kind *k, const cm_params *p, const cm_data *train, const cm_data *valid,
+           cm_model **out)
+{
+	void *state = NULL;
+	int rc;
+	*out = NULL;
+	if (!cm_is_model(k))
+		return tk_seterr(TK_EINVAL, "model %s has nothing to fit", k ? k->name : "(none)");
+	if ((rc = k->fit(p, train, valid, &state)))
+		return rc;
+	return wrap(k, state, out);
+}
+
+int cm_update(cm_model *m, const cm_params *p, const cm_data *all)
+{
+	void *state = NULL;
+	int rc;
+	if (m->kind->update)
+		return m->kind->update(m->state, p, all);
+	if ((rc = m->kind->fit(p, all, NULL, &state)))
+		return rc;
+	m->kind->free(m->state);
+	m->state = state;
+	return TK_OK;
+}
+
+int cm_predict(cm_model *m, const float *x, int n, int d, const float *margin, float *out)
+{
+	return m->kind->predict(m->state, x, n, d, margin, out);
+}
+
+int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd)
+{
+	if (!m->kind->predict_dist)
+		return tk_seterr(TK_EINVAL, "model %s has no uncertainty estimate", m->kind->name);
+	return m->kind->predict_dist(m->state, x, n, d, mu, sd);
+}
+
+int cm_save(cm_model *m, void **buf, size_t *len)
+{
+	return m->kind->save(m->state, buf, len);
+}
+
+int cm_load(const cm_kind *k, const void *buf, size_t len, cm_model **out)
+{
+	void *state = NULL;
+	int rc;
+	*out = NULL;
+	if (!cm_is_model(k))
+		return tk_seterr(TK_EINVAL, "model %s has nothing to load", k ? k->name : "(none)");
+	if ((rc = k->load(buf, len, &state)))
+		return rc;
+	return wrap(k, state, out);
+}
+
+int cm_describe(cm_model *m, mf_meta *meta)
+{
+	int rc = mf_set(meta, "kind", m->kind->name);
+	if (!rc && m->kind->describe)
+		rc = m->kind->describe(m->state, meta);
+	return rc;
+}
+
+const cm_kind *cm_kind_of(const cm_model *m)
+{
+	return m->kind;
+}
+
+void cm_free(cm_model *m)
+{
+	if (!m)
+		return;
+	m->kind->free(m->state);
+	free(m);
+}

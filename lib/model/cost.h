@@ -1,0 +1,116 @@
+/*
+ * cost: the cost-model interface. A kind of cost model is a row of
+ * cm_kinds[] (cost.c): a name, a summary, the feature kinds it accepts,
+ * capability flags and its operations (fit, update, predict, predict a
+ * mean and a deviation, save, load). The tuner, `tunekit train` and
+ * `tunekit help models` see models only through this table and the opaque
+ * cm_model handle; adding a model is one new file and one row.
+ *
+ * Shapes: N = rows, D = features per row (row-major x[N*D]). Labels y[N]
+ * are throughputs normalised per task (1 = the task's best, 0 = invalid);
+ * for ranking, rows of one group (task) are contiguous and group[] gives
+ * each group's size. A model that takes a base model (CM_TRANSFER) fits
+ * and predicts on top of per-row base margins (the base model's output).
+ *
+ * The row "none" has no operations: the model-free choice (searches that
+ * would plan on a model propose from the measurements instead).
+ */
+#ifndef TK_COST_H
+#define TK_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/modelfile.h"
+#include "util/util.h"
+
+enum {
+	CM_UNCERTAINTY = 1 << 0, /* predict_dist: a mean and a deviation per row */
+	CM_TRANSFER = 1 << 1,    /* fits and predicts on top of base margins */
+	CM_RANK = 1 << 2,        /* can fit the pairwise ranking objective */
+};
+
+typedef struct cm_params {
+	int rank;                /* 1: pairwise ranking (if CM_RANK), 0: squared error */
+	uint64_t seed;
+	int rounds;              /* boosting rounds at most; 0: the model's default */
+	int early_stop;          /* stop after this many rounds without improvement
+	                            on valid, or on the training set itself when
+	                            no valid is given; 0: never */
+	int nthread;             /* 0: the library's default */
+	const char *tree_method; /* NULL: the library's default */
+	tk_rng *rng;             /* draws of resampling models (bootstrap); NULL:
+	                            a generator seeded from seed */
+} cm_params;
+
+/* Defaults: rank, seed 1, rounds 0, early_stop 0, one thread. */
+void cm_params_default(cm_params *p);
+
+typedef struct cm_data {
+	int n, d;
+	const float *x;          /* (N, D) */
+	const float *y;          /* (N) */
+	int ngroup;              /* 0 if no groups */
+	const unsigned *group;   /* (ngroup) sizes summing to N */
+	const float *margin;     /* (N) base margins, or NULL */
+} cm_data;
+
+typedef struct cm_kind {
+	const char *name;
+	const char *summary;
+	unsigned features;       /* accepted feature kinds: bit 1 << FEAT_* */
+	unsigned flags;          /* CM_* */
+	/* Fit on train (valid may be NULL) into a new *state. */
+	int (*fit)(const cm_params *p, const cm_data *train, const cm_data *valid, void **state);
+	/* Learn from all records so far (the old ones and the new); NULL: refit. */
+	int (*update)(void *state, const cm_params *p, const cm_data *all);
+	/* Predict n rows (margin may be NULL) into out[n]. */
+	int (*predict)(void *state, const float *x, int n, int d, const float *margin, float *out);
+	/* Mean and deviation of n rows (CM_UNCERTAINTY only, else NULL). */
+	int (*predict_dist)(void *state, const float *x, int n, int d, float *mu, float *sd);
+	int (*save)(void *state, void **buf, size_t *len);
+	int (*load)(const void *buf, size_t len, void **state);
+	/* Add the kind's own meta keys (objective, rounds, ...); may be NULL. */
+	int (*describe)(void *state, mf_meta *m);
+	void (*free)(void *state);
+} cm_kind;
+
+extern const cm_kind *const cm_kinds[];
+extern const int cm_nkinds;
+
+/* The kind named name, or NULL. */
+const cm_kind *cm_find(const char *name);
+/* The same; TK_EINVAL with "unknown model 'x' (a, b, c)" if there is none. */
+int cm_lookup(const char *name, const cm_kind **out);
+/* Names of the kinds that have every flag of need and, if fits, a fit
+ * operation, as "a, b, c" into buf (always terminated). */
+void cm_names(char *buf, size_t size, unsigned need, int fits);
+/* Whether k is a model (not the model-free "none"). */
+static inline int cm_is_model(const cm_kind *k)
+{
+	return k && k->fit;
+}
+
+typedef struct cm_model cm_model;
+
+/* Fit a new model of kind k. On error *out is NULL. TK_EINVAL if k is not
+ * a model or the data are inconsistent. */
+int cm_fit(const cm_kind *k, const cm_params *p, const cm_data *train, const cm_data *valid,
+           cm_model **out);
+/* Update m on every record so far; on error m is unchanged. */
+int cm_update(cm_model *m, const cm_params *p, const cm_data *all);
+/* Predictions of n rows of d features (margin may be NULL) into out[n]. */
+int cm_predict(cm_model *m, const float *x, int n, int d, const float *margin, float *out);
+/* Mean and deviation; TK_EINVAL for a model without uncertainty. */
+int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd);
+/* The payload of a model file (malloc'd, caller frees) and back, through
+ * the kind's row; cm_load checks the payload's magic and version:
+ * TK_ECORRUPT if they are wrong. */
+int cm_save(cm_model *m, void **buf, size_t *len);
+int cm_load(const cm_kind *k, const void *buf, size_t len, cm_model **out);
+/* "kind" and the kind's own keys into meta. */
+int cm_describe(cm_model *m, mf_meta *meta);
+const cm_kind *cm_kind_of(const cm_model *m);
+void cm_free(cm_model *m); /* NULL is allowed */
+
+#endif

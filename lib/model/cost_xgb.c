@@ -1,0 +1,107 @@
+/*
+ * cost_xgb: the "xgb" row of the cost-model table: one XGBoost booster
+ * with AutoTVM's settings (pairwise ranking or squared error, depth 3, eta
+ * 0.3), trained on top of base margins for transfer learning. The payload
+ * of a model file is xgboost's own serialisation (UBJSON), which carries
+ * its own magic and version.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cost.h"
+#include "features/feature.h"
+#include "xgb.h"
+
+typedef struct xstate {
+	xgb_model *bst;
+	const char *objective;   /* NULL when loaded from a payload */
+} xstate;
+
+static void xfree(void *s)
+{
+	xstate *x = s;
+	if (x) {
+		xgb_free(x->bst);
+		free(x);
+	}
+}
+
+static int xnew(xstate **out)
+{
+	*out = calloc(1, sizeof **out);
+	return *out ? TK_OK : tk_seterr(TK_ENOMEM, "out of memory");
+}
+
+static int xfit(const cm_params *p, const cm_data *tr, const cm_data *va, void **state)
+{
+	xgb_params xp;
+	xstate *x;
+	int rc;
+	*state = NULL;
+	if ((rc = xnew(&x)))
+		return rc;
+	xgb_params_set(&xp, p->rank ? "rank:pairwise" : "reg:squarederror", p->seed, p->nthread,
+	               p->tree_method, p->rounds, p->early_stop);
+	xgb_data t = { tr->n, tr->d, tr->x, tr->y, tr->ngroup, tr->group, tr->margin };
+	xgb_data v = t;
+	if (va)
+		v = (xgb_data){ va->n, va->d, va->x, va->y, va->ngroup, va->group, va->margin };
+	x->objective = xp.objective;
+	if ((rc = xgb_train(&xp, &t, xp.early_stop ? &v : NULL, &x->bst))) {
+		xfree(x);
+		return rc;
+	}
+	*state = x;
+	return TK_OK;
+}
+
+static int xpredict(void *s, const float *x, int n, int d, const float *margin, float *out)
+{
+	xstate *m = s;
+	return margin ? xgb_predict_margin(m->bst, x, n, d, margin, out)
+	              : xgb_predict(m->bst, x, n, d, out);
+}
+
+static int xsave(void *s, void **buf, size_t *len)
+{
+	return xgb_save(((xstate *)s)->bst, buf, len);
+}
+
+static int xload(const void *buf, size_t len, void **state)
+{
+	xstate *x;
+	int rc;
+	*state = NULL;
+	if ((rc = xnew(&x)))
+		return rc;
+	if ((rc = xgb_load(buf, len, &x->bst))) {
+		xfree(x);
+		return rc;
+	}
+	*state = x;
+	return TK_OK;
+}
+
+static int xdescribe(void *s, mf_meta *m)
+{
+	xstate *x = s;
+	char v[24];
+	int rc = TK_OK;
+	snprintf(v, sizeof v, "%d", xgb_rounds(x->bst));
+	if (x->objective)
+		rc = mf_set(m, "objective", x->objective);
+	return rc ? rc : mf_set(m, "rounds", v);
+}
+
+const cm_kind cm_xgb = {
+	.name = "xgb",
+	.summary = "XGBoost, AutoTVM's settings; takes a base model (transfer)",
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE,
+	.flags = CM_TRANSFER | CM_RANK,
+	.fit = xfit,
+	.predict = xpredict,
+	.save = xsave,
+	.load = xload,
+	.describe = xdescribe,
+	.free = xfree,
+};

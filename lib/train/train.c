@@ -1,0 +1,633 @@
+/*
+ * train: the training pipeline of cost models (see train.h): training sets
+ * from stored features or from history records, per-task labels, the
+ * split by task, parts, fit, metrics and the written model.
+ */
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "features/feature.h"
+#include "measure/measure.h"
+#include "store/store_models.h"
+#include "task/te.h"
+
+/* ---- the set ------------------------------------------------------------ */
+
+void tr_set_free(tr_set *ts)
+{
+	free(ts->meas);
+	free(ts->hw);
+	free(ts->task);
+	free(ts->lat);
+	free(ts->thr);
+	free(ts->nx);
+	free(ts->xoff);
+	free(ts->xbuf);
+	for (int i = 0; i < ts->ntask; i++) {
+		free(ts->tasks[i].key);
+		free(ts->tasks[i].op);
+	}
+	free(ts->tasks);
+	memset(ts, 0, sizeof *ts);
+}
+
+/* A row of the set: the one place rows are made. Rows of a task arrive
+ * together; a task id or key other than the last row's starts a task. */
+typedef struct tr_row {
+	int64_t task_id, meas_id, hw_id;
+	const char *key, *op;
+	int valid;
+	double median, flops;
+	const float *x;
+	int d;
+} tr_row;
+
+static int set_add(tr_set *ts, const tr_row *r)
+{
+	tr_task *last = ts->ntask ? &ts->tasks[ts->ntask - 1] : NULL;
+	if (!last || last->id != r->task_id || strcmp(last->key, r->key)) {
+		if (ts->ntask == ts->tcap) {
+			int c = ts->tcap ? 2 * ts->tcap : 64;
+			tr_task *v = realloc(ts->tasks, sizeof *v * (size_t)c);
+			if (!v)
+				return tk_seterr(TK_ENOMEM, "out of memory");
+			ts->tasks = v;
+			ts->tcap = c;
+		}
+		last = &ts->tasks[ts->ntask++];
+		memset(last, 0, sizeof *last);
+		last->id = r->task_id;
+		last->first = ts->n;
+		if (!(last->key = strdup(r->key)) || (r->op && !(last->op = strdup(r->op))))
+			return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	if (ts->n == ts->cap) {
+		int c = ts->cap ? 2 * ts->cap : 256, bad = 0;
+		void *q;
+#define RESIZE(f) do { \
+		if ((q = realloc(ts->f, sizeof *ts->f * (size_t)c))) ts->f = q; else bad = 1; \
+	} while (0)
+		RESIZE(meas);
+		RESIZE(hw);
+		RESIZE(task);
+		RESIZE(lat);
+		RESIZE(thr);
+		RESIZE(nx);
+		RESIZE(xoff);
+#undef RESIZE
+		if (bad)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		ts->cap = c;
+	}
+	if (ts->xlen + (size_t)r->d > ts->xcap) {
+		size_t c = ts->xcap ? ts->xcap : 4096;
+		while (c < ts->xlen + (size_t)r->d)
+			c *= 2;
+		float *nb = realloc(ts->xbuf, sizeof *nb * c);
+		if (!nb)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		ts->xbuf = nb;
+		ts->xcap = c;
+	}
+	int i = ts->n++;
+	int ok = r->valid && r->median > 0;
+	ts->meas[i] = r->meas_id;
+	ts->hw[i] = r->hw_id;
+	ts->task[i] = ts->ntask - 1;
+	ts->lat[i] = r->valid ? r->median : -1;
+	ts->thr[i] = ok ? (float)(r->flops > 0 ? r->flops / r->median : 1 / r->median) : 0;
+	ts->nx[i] = r->d;
+	ts->xoff[i] = ts->xlen;
+	memcpy(ts->xbuf + ts->xlen, r->x, sizeof *r->x * (size_t)r->d);
+	ts->xlen += (size_t)r->d;
+	last->n++;
+	if (r->d > last->d)
+		last->d = r->d;
+	return TK_OK;
+}
+
+/* Keep only the rows of hardware hw and the tasks that still have rows. */
+static void set_keep_hw(tr_set *ts, int64_t hw)
+{
+	int k = 0, nt = 0;
+	for (int t = 0; t < ts->ntask; t++) {
+		tr_task *tk = &ts->tasks[t];
+		int first = k;
+		for (int i = tk->first; i < tk->first + tk->n; i++) {
+			if (ts->hw[i] != hw)
+				continue;
+			ts->meas[k] = ts->meas[i];
+			ts->hw[k] = ts->hw[i];
+			ts->task[k] = nt;
+			ts->lat[k] = ts->lat[i];
+			ts->thr[k] = ts->thr[i];
+			ts->nx[k] = ts->nx[i];
+			ts->xoff[k] = ts->xoff[i];
+			k++;
+		}
+		if (k == first) {
+			free(tk->key);
+			free(tk->op);
+			continue;
+		}
+		tr_task keep = *tk;
+		keep.first = first;
+		keep.n = k - first;
+		keep.d = 0;
+		for (int i = first; i < k; i++)
+			keep.d = ts->nx[i] > keep.d ? ts->nx[i] : keep.d;
+		ts->tasks[nt++] = keep;
+	}
+	ts->n = k;
+	ts->ntask = nt;
+}
+
+/* ---- from stored features ------------------------------------------------ */
+
+typedef struct store_fill {
+	tr_set *ts;
+	int rc;
+} store_fill;
+
+static int got_row(void *ctx, const store_train_row *r)
+{
+	store_fill *f = ctx;
+	tr_set *ts = f->ts;
+	if (!r->x) {
+		if (ts->nmissing < 3)
+			ts->missing[ts->nmissing] = r->meas_id;
+		ts->nmissing++;
+		return 0;
+	}
+	tr_row row = { r->task_id, r->meas_id, r->hardware_id, r->task, NULL, r->valid, r->median,
+	               r->flops, r->x, r->n };
+	if ((f->rc = set_add(ts, &row)))
+		return 1;
+	return 0;
+}
+
+typedef struct hw_list {
+	int n, cap, rc;
+	store_hw_count *h;   /* keys strdup'd */
+} hw_list;
+
+static int hw_add(void *ctx, const store_hw_count *h)
+{
+	hw_list *l = ctx;
+	if (l->n == l->cap) {
+		int c = l->cap ? 2 * l->cap : 16;
+		store_hw_count *v = realloc(l->h, sizeof *v * (size_t)c);
+		if (!v)
+			return l->rc = tk_seterr(TK_ENOMEM, "out of memory"), 1;
+		l->h = v;
+		l->cap = c;
+	}
+	l->h[l->n] = *h;
+	if (!(l->h[l->n].key = strdup(h->key ? h->key : "")))
+		return l->rc = tk_seterr(TK_ENOMEM, "out of memory"), 1;
+	l->n++;
+	return 0;
+}
+
+static void hw_free(hw_list *l)
+{
+	for (int i = 0; i < l->n; i++)
+		free((char *)l->h[i].key);
+	free(l->h);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int rows(tk_store *st, int64_t hw, int feat, const int64_t *ids, int nid, tr_set *ts)
+{
+	store_fill f = { ts, TK_OK };
+	int rc = store_train_rows(st, hw, feat_kind_name(feat), feat_version(feat), ids, nid, got_row, &f);
+	return f.rc ? f.rc : rc;
+}
+
+int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src)
+{
+	const char *kname = feat_kind_name(o->feat);
+	int64_t *ids = o->ids;
+	int nid = o->nid, rc;
+	hw_list hl = { 0 };
+	memset(src, 0, sizeof *src);
+	if ((rc = store_hardware_counts(st, kname, feat_version(o->feat), hw_add, &hl))) {
+		rc = hl.rc ? hl.rc : rc;
+		goto done;
+	}
+	src->hw_id = o->hardware;
+	if (ids) {
+		qsort(ids, (size_t)nid, sizeof *ids, cmp_i64);
+		int k = 0;
+		for (int i = 0; i < nid; i++)
+			if (k == 0 || ids[k - 1] != ids[i])
+				ids[k++] = ids[i];
+		nid = k;
+		if ((rc = rows(st, 0, o->feat, ids, nid, ts)))
+			goto done;
+		if (ts->n + ts->nmissing < nid) {
+			rc = tk_seterr(TK_EINVAL, "%lld of %d records are not in the store",
+			               (long long)(nid - ts->n - ts->nmissing), nid);
+			goto done;
+		}
+		if (ts->nmissing > 0) {
+			rc = tk_seterr(TK_EINVAL, "%lld of %d records have no %s features (measurement "
+			               "%lld%s); run 'tunekit extract-features --kind %s' on them first",
+			               (long long)ts->nmissing, nid, kname, (long long)ts->missing[0],
+			               ts->nmissing > 1 ? ", ..." : "", kname);
+			goto done;
+		}
+		/* the hardware with the most of these records */
+		for (int h = 0, nbest = 0; !o->hardware && h < hl.n; h++) {
+			int c = 0;
+			for (int i = 0; i < ts->n; i++)
+				c += ts->hw[i] == hl.h[h].id;
+			src->ncand += c > 0;
+			if (c > nbest) {
+				nbest = c;
+				src->hw_id = hl.h[h].id;
+			}
+		}
+		src->chosen = !o->hardware;
+	} else {
+		if (hl.n == 0) {
+			rc = tk_seterr(TK_EINVAL, "no records in the store (run 'tunekit measure' first)");
+			goto done;
+		}
+		if (!src->hw_id) {
+			for (int h = 0; h < hl.n; h++)
+				src->ncand += hl.h[h].nfeat > 0;
+			src->hw_id = hl.h[0].id;
+			src->chosen = 1;
+		}
+	}
+	const store_hw_count *hw = NULL;
+	for (int h = 0; h < hl.n; h++)
+		if (hl.h[h].id == src->hw_id)
+			hw = &hl.h[h];
+	if (!hw) {
+		rc = tk_seterr(TK_EINVAL, "hardware %lld has no records%s", (long long)src->hw_id,
+		               ids ? " among those given" : "");
+		goto done;
+	}
+	snprintf(src->hw_key, sizeof src->hw_key, "%s", hw->key);
+	src->hw_nrec = hw->nrec;
+	src->hw_nfeat = hw->nfeat;
+	if (!ids) {
+		if (hw->nfeat == 0) {
+			rc = tk_seterr(TK_EINVAL, "none of the %lld records of hardware %lld has %s"
+			               " features (version %d); run 'tunekit extract-features --kind %s'"
+			               " first", (long long)hw->nrec, (long long)src->hw_id, kname,
+			               feat_version(o->feat), kname);
+			goto done;
+		}
+		if ((rc = rows(st, src->hw_id, o->feat, NULL, 0, ts)))
+			goto done;
+	}
+	set_keep_hw(ts, src->hw_id);
+	if (ts->n == 0)
+		rc = tk_seterr(TK_EINVAL, "no records of hardware %lld to train on",
+		               (long long)src->hw_id);
+done:
+	hw_free(&hl);
+	return rc;
+}
+
+/* ---- from history records -------------------------------------------------- */
+
+typedef struct history {
+	tr_set *ts;
+	int feat;
+	char *key;            /* the task of the last record */
+	ms_task *mt;          /* its template, NULL if it has none */
+	int d;
+	float *x;             /* (D) */
+	int rc;
+} history;
+
+static int got_record(void *p, const store_rec *rec)
+{
+	history *H = p;
+	sp_config c;
+	if (!H->key || strcmp(H->key, rec->task)) {
+		free(H->key);
+		ms_task_free(H->mt);
+		H->mt = NULL;
+		if (!(H->key = strdup(rec->task)))
+			return H->rc = tk_seterr(TK_ENOMEM, "out of memory"), 1;
+		if (ms_task_open(rec->task, 0, &H->mt) || feat_length(H->feat, H->mt->space, &H->d)) {
+			ms_task_free(H->mt);
+			H->mt = NULL; /* imported or foreign task, or features that do not apply */
+		} else {
+			float *x = realloc(H->x, sizeof *x * (size_t)(H->d > 0 ? H->d : 1));
+			if (!x)
+				return H->rc = tk_seterr(TK_ENOMEM, "out of memory"), 1;
+			H->x = x;
+		}
+	}
+	if (!H->mt || sp_parse(H->mt->space, rec->config, &c) ||
+	    feat_extract(H->feat, H->mt->space, &c, H->x, NULL))
+		return 0;
+	tr_row row = { rec->task_id, rec->id, rec->hardware_id, rec->task, H->mt->prog->op,
+	               rec->valid, rec->median, H->mt->prog->flops, H->x, H->d };
+	if ((H->rc = set_add(H->ts, &row)))
+		return 1;
+	return 0;
+}
+
+int tr_set_from_history(tk_store *hs, const char *hw_key, int feat, tr_set *ts)
+{
+	history H = { ts, feat, NULL, NULL, 0, NULL, TK_OK };
+	int rc = store_hw_records(hs, hw_key, got_record, &H);
+	if (rc == 1)
+		rc = H.rc;
+	free(H.key);
+	ms_task_free(H.mt);
+	free(H.x);
+	return rc;
+}
+
+/* ---- labels ------------------------------------------------------------------ */
+
+void tr_normalise(const float *thr, int n, float *y)
+{
+	float ymax = 0;
+	for (int i = 0; i < n; i++)
+		ymax = thr[i] > ymax ? thr[i] : ymax;
+	for (int i = 0; i < n; i++)
+		y[i] = ymax > 0 ? thr[i] / ymax : 0;
+}
+
+void tr_labels(const tr_set *ts, float *y)
+{
+	for (int t = 0; t < ts->ntask; t++) {
+		const tr_task *tk = &ts->tasks[t];
+		tr_normalise(&ts->thr[tk->first], tk->n, &y[tk->first]);
+	}
+}
+
+/* ---- split -------------------------------------------------------------------- */
+
+static int find_task(const tr_set *ts, const char *key)
+{
+	for (int i = 0; i < ts->ntask; i++)
+		if (!strcmp(ts->tasks[i].key, key))
+			return i;
+	return -1;
+}
+
+/* The first k of a seeded shuffle of 0..n-1 into perm[n]. */
+static void shuffle(int *perm, int n, uint64_t seed)
+{
+	tk_rng rng;
+	tk_rng_seed(&rng, seed, 0x686f6c646f7574ULL /* "holdout" */);
+	for (int i = 0; i < n; i++)
+		perm[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)tk_rng_below(&rng, (uint32_t)i + 1), x = perm[i];
+		perm[i] = perm[j];
+		perm[j] = x;
+	}
+}
+
+/* round(f * n) clamped to 1 .. n-1 */
+static int share(double f, int n)
+{
+	int k = (int)floor(f * n + 0.5);
+	return k < 1 ? 1 : k > n - 1 ? n - 1 : k;
+}
+
+int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by_rows)
+{
+	memset(hold, 0, (size_t)ts->n);
+	*nhold = 0;
+	*by_rows = 0;
+	if (o->ntasks > 0) {
+		for (int i = 0; i < o->ntasks; i++) {
+			int t = find_task(ts, o->tasks[i]);
+			if (t < 0) {
+				te_prog *p;
+				if (te_task_parse(o->tasks[i], &p) == TK_OK) {
+					t = find_task(ts, p->key);
+					te_prog_free(p);
+				}
+			}
+			if (t < 0)
+				return tk_seterr(TK_EINVAL, "held-out task %s: no records of that task to"
+				                 " train on", o->tasks[i]);
+			ts->tasks[t].holdout = 1;
+		}
+	} else if (o->holdout > 0 && ts->ntask >= 2) {
+		int k = share(o->holdout, ts->ntask), *perm = malloc(sizeof *perm * (size_t)ts->ntask);
+		if (!perm)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		shuffle(perm, ts->ntask, o->seed);
+		for (int i = 0; i < k; i++)
+			ts->tasks[perm[i]].holdout = 1;
+		free(perm);
+	} else if (o->holdout > 0) {
+		/* one task: hold out rows at random instead */
+		int n = ts->n, k, *perm;
+		if (n < 2)
+			return tk_seterr(TK_EINVAL, "one record: nothing to hold out");
+		k = share(o->holdout, n);
+		if (!(perm = malloc(sizeof *perm * (size_t)n)))
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		shuffle(perm, n, o->seed);
+		for (int i = 0; i < k; i++)
+			hold[perm[i]] = 1;
+		free(perm);
+		*nhold = k;
+		*by_rows = 1;
+		return TK_OK;
+	}
+	for (int t = 0; t < ts->ntask; t++)
+		for (int i = 0; i < ts->tasks[t].n && ts->tasks[t].holdout; i++) {
+			hold[ts->tasks[t].first + i] = 1;
+			++*nhold;
+		}
+	if (*nhold == ts->n)
+		return tk_seterr(TK_EINVAL, "every task is held out: nothing left to train on");
+	return TK_OK;
+}
+
+/* ---- parts ------------------------------------------------------------------------ */
+
+int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, int d, tr_part *pt)
+{
+	memset(pt, 0, sizeof *pt);
+	pt->d = d;
+	for (int i = 0; i < ts->n; i++)
+		pt->n += sel[i] == want;
+	size_t n = pt->n ? (size_t)pt->n : 1;
+	pt->x = calloc(n * (size_t)(d > 0 ? d : 1), sizeof *pt->x);
+	pt->y = malloc(n * sizeof *pt->y);
+	pt->p = malloc(n * sizeof *pt->p);
+	pt->lat = malloc(n * sizeof *pt->lat);
+	pt->task = malloc(n * sizeof *pt->task);
+	pt->group = malloc(n * sizeof *pt->group);
+	if (!pt->x || !pt->y || !pt->p || !pt->lat || !pt->task || !pt->group)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	int k = 0;
+	for (int i = 0; i < ts->n; i++) {
+		if (sel[i] != want)
+			continue;
+		int nx = ts->nx[i] < d ? ts->nx[i] : d;
+		memcpy(pt->x + (size_t)k * (size_t)d, ts->xbuf + ts->xoff[i], sizeof *pt->x * (size_t)nx);
+		pt->y[k] = y[i];
+		pt->lat[k] = ts->lat[i];
+		pt->task[k] = ts->task[i];
+		if (k == 0 || pt->task[k - 1] != ts->task[i]) {
+			pt->group[pt->ngroup++] = 1;
+			pt->ntask++;
+		} else {
+			pt->group[pt->ngroup - 1]++;
+		}
+		k++;
+	}
+	return TK_OK;
+}
+
+void tr_part_free(tr_part *pt)
+{
+	free(pt->x);
+	free(pt->y);
+	free(pt->p);
+	free(pt->lat);
+	free(pt->task);
+	free(pt->group);
+	memset(pt, 0, sizeof *pt);
+}
+
+cm_data tr_part_data(const tr_part *pt)
+{
+	return (cm_data){ pt->n, pt->d, pt->x, pt->y, pt->ngroup, pt->group, NULL };
+}
+
+int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out)
+{
+	int rc = cm_predict(m, pt->x, pt->n, pt->d, NULL, pt->p);
+	return rc ? rc : cm_metrics_compute(pt->n, pt->task, pt->y, pt->lat, pt->p, NULL, out);
+}
+
+/* ---- fit ---------------------------------------------------------------------------- */
+
+int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,
+                tr_fit *f)
+{
+	float *y = malloc(sizeof *y * (size_t)(ts->n > 0 ? ts->n : 1));
+	int rc;
+	memset(f, 0, sizeof *f);
+	if (!y)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	tr_labels(ts, y);
+	for (int i = 0; i < ts->n; i++)
+		f->d = ts->nx[i] > f->d ? ts->nx[i] : f->d;
+	if ((rc = tr_part_build(ts, y, hold, 0, f->d, &f->train)) ||
+	    (rc = tr_part_build(ts, y, hold, 1, f->d, &f->hold)))
+		goto done;
+	cm_params q = *p;
+	q.early_stop = f->hold.n > 0 ? TR_EARLY_STOP : 0;
+	cm_data dtr = tr_part_data(&f->train), dho = tr_part_data(&f->hold);
+	double t0 = tk_now();
+	rc = cm_fit(k, &q, &dtr, f->hold.n > 0 ? &dho : NULL, &f->m);
+	f->seconds = tk_now() - t0;
+	if (!rc && !(rc = tr_eval(f->m, &f->train, &f->mtrain)))
+		rc = tr_eval(f->m, &f->hold, &f->mhold);
+done:
+	free(y);
+	return rc;
+}
+
+void tr_fit_free(tr_fit *f)
+{
+	tr_part_free(&f->train);
+	tr_part_free(&f->hold);
+	cm_free(f->m);
+	memset(f, 0, sizeof *f);
+}
+
+/* ---- the model file ------------------------------------------------------------------- */
+
+static int meta_metrics(mf_meta *mm, const char *prefix, const cm_metrics *m)
+{
+	static const char *const names[] = { "rmse", "mse", "mse_d", "top1", "top5", "spearman" };
+	double v[] = { m->rmse, m->mse, m->mse_d, m->top1, m->top5, m->spearman };
+	int rc = TK_OK;
+	for (int i = 0; i < ArraySize(names) && !rc; i++) {
+		char key[32], val[32];
+		if (isnan(v[i]))
+			continue; /* nothing to measure on: no key */
+		snprintf(key, sizeof key, "%s_%s", prefix, names[i]);
+		snprintf(val, sizeof val, "%.6g", v[i]);
+		rc = mf_set(mm, key, val);
+	}
+	return rc;
+}
+
+/* The meta as key=value lines for the store (malloc'd), NULL if out of memory. */
+static char *meta_text(const mf_meta *mm)
+{
+	tk_sb sb;
+	tk_sb_init(&sb);
+	for (int i = 0; i < mm->n; i++)
+		tk_sb_printf(&sb, "%s=%s\n", mm->key[i], mm->val[i]);
+	return tk_sb_take(&sb);
+}
+
+int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
+            const cm_params *p, int64_t *model_id)
+{
+	mf_meta mm;
+	char v[8][48];
+	void *payload = NULL, *file = NULL;
+	size_t plen = 0, flen = 0;
+	char *meta = NULL;
+	int rc;
+	memset(&mm, 0, sizeof mm);
+	snprintf(v[0], 48, "%d", feat_version(feat));
+	snprintf(v[1], 48, "%d", f->d);
+	snprintf(v[2], 48, "%lld", (long long)src->hw_id);
+	snprintf(v[3], 48, "%d", f->train.n);
+	snprintf(v[4], 48, "%d", f->hold.n);
+	snprintf(v[5], 48, "%llu", (unsigned long long)p->seed);
+	snprintf(v[6], 48, "%lld", (long long)time(NULL));
+	const char *kv[][2] = {
+		{ "feature", feat_kind_name(feat) }, { "feature_version", v[0] },
+		{ "feature_length", v[1] }, { "hardware", src->hw_key }, { "hardware_id", v[2] },
+		{ "n_train", v[3] }, { "n_holdout", v[4] }, { "seed", v[5] }, { "created", v[6] },
+	};
+	rc = cm_describe(f->m, &mm);
+	for (int i = 0; i < ArraySize(kv) && !rc; i++)
+		rc = mf_set(&mm, kv[i][0], kv[i][1]);
+	if (!rc && p->tree_method)
+		rc = mf_set(&mm, "tree_method", p->tree_method);
+	if (!rc)
+		rc = meta_metrics(&mm, "holdout", &f->mhold);
+	if (!rc)
+		rc = meta_metrics(&mm, "train", &f->mtrain);
+	if (!rc)
+		rc = cm_save(f->m, &payload, &plen);
+	if (!rc)
+		rc = mf_write(path, &mm, payload, plen);
+	if (!rc)
+		rc = mf_encode(&mm, payload, plen, &file, &flen);
+	if (!rc && !(meta = meta_text(&mm)))
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	if (!rc)
+		rc = store_model_add(st, cm_kind_of(f->m)->name, src->hw_id, meta, file, flen, model_id);
+	free(payload);
+	free(file);
+	free(meta);
+	return rc;
+}

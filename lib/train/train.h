@@ -1,0 +1,151 @@
+/*
+ * train: the one training pipeline of cost models: records from the store
+ * -> feature vectors -> labels -> split by task -> fit -> metrics -> model
+ * file and model table. `tunekit train` runs all of it; the tuner's
+ * transfer learning builds its base models from a training set of the
+ * history (tr_set_from_history, tr_part_build, cm_fit); the tuner's refits
+ * normalise their labels with tr_normalise.
+ *
+ * Shapes: N = rows of a set or part, D = features per row.
+ *
+ * A training set holds rows in store order, the rows of a task contiguous;
+ * each row keeps its latency and its throughput (FLOPs over latency, or
+ * 1 over latency for tasks without FLOPs; 0 when invalid). Labels are
+ * throughputs over the best of the row's task (tr_labels).
+ */
+#ifndef TK_TRAIN_H
+#define TK_TRAIN_H
+
+#include <stdint.h>
+
+#include "model/cost.h"
+#include "model/metrics.h"
+#include "store/store.h"
+
+typedef struct tr_task {
+	int64_t id;          /* task id in the store (0 if unknown) */
+	char *key;
+	char *op;            /* operator (history sets), or NULL */
+	int first, n;        /* rows first .. first+n-1 */
+	int d;               /* longest feature vector of its rows */
+	int holdout;         /* held out by tr_split */
+} tr_task;
+
+typedef struct tr_set {
+	int n, cap;          /* rows */
+	int64_t *meas, *hw;  /* (N) measurement and hardware ids (0 if unknown) */
+	int *task;           /* (N) index into tasks */
+	double *lat;         /* (N) median seconds, -1 if invalid */
+	float *thr;          /* (N) throughput, 0 if invalid */
+	int *nx;             /* (N) feature length of the row */
+	size_t *xoff;        /* (N) offset of its features in xbuf */
+	float *xbuf;
+	size_t xlen, xcap;
+	int ntask, tcap;
+	tr_task *tasks;
+	int64_t nmissing;    /* rows asked for that have no features */
+	int64_t missing[3];  /* the first of their measurement ids */
+} tr_set;
+
+/* A set starts zeroed; tr_set_free() frees what it holds and zeroes it. */
+void tr_set_free(tr_set *ts);
+
+/* ---- sources ---------------------------------------------------------- */
+
+typedef struct tr_load_opts {
+	int feat;                /* FEAT_* whose stored features the rows have */
+	int64_t hardware;        /* 0: the hardware with the most such records */
+	int64_t *ids;            /* only these measurements (sorted and
+	                            deduplicated in place), or NULL: all */
+	int nid;
+} tr_load_opts;
+
+/* What tr_load found, for the caller's messages. */
+typedef struct tr_source {
+	int64_t hw_id;
+	char hw_key[640];
+	int64_t hw_nrec;         /* records of the hardware */
+	int64_t hw_nfeat;        /* ... with features (every one when ids are given) */
+	int ncand;               /* hardware targets with such records */
+	int chosen;              /* hw_id was chosen as the one with the most */
+} tr_source;
+
+/* The rows of one hardware that have stored features of o->feat (see
+ * 'tunekit extract-features'). TK_EINVAL with a message for: no records,
+ * ids not in the store or without features, a hardware without records
+ * or features. On error ts may hold rows; free it either way. */
+int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src);
+
+/* The records of hardware hw_key in hs with features of kind feat
+ * extracted from their configurations: the records of template tasks
+ * whose configurations parse (others are skipped); each task's op is set.
+ * TK_OK with an empty set if there are none. */
+int tr_set_from_history(tk_store *hs, const char *hw_key, int feat, tr_set *ts);
+
+/* ---- labels and split --------------------------------------------------- */
+
+/* y[i] = thr[i] / max(thr) (0 when no throughput is positive). */
+void tr_normalise(const float *thr, int n, float *y);
+/* Labels of every row, normalised per task, into y[ts->n]. */
+void tr_labels(const tr_set *ts, float *y);
+
+typedef struct tr_split_opts {
+	double holdout;          /* fraction of the tasks held out, 0: none */
+	const char *const *tasks; /* or these tasks (keys in any spelling) */
+	int ntasks;
+	uint64_t seed;
+} tr_split_opts;
+
+/* Mark held-out rows in hold[ts->n] (1 held out, 0 trained on) and their
+ * tasks' holdout flags: whole tasks, chosen by a seeded shuffle or named;
+ * with one task and a fraction, rows at random instead (*by_rows = 1).
+ * *nhold receives the held-out rows. TK_EINVAL for a named task without
+ * rows, one row to split, or everything held out. */
+int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by_rows);
+
+/* ---- parts, fit and metrics ------------------------------------------------ */
+
+/* The rows i with sel[i] == want, features padded to d; groups by task. */
+typedef struct tr_part {
+	int n, d, ngroup, ntask;
+	float *x;                /* (N, D) */
+	float *y;                /* (N) labels */
+	float *p;                /* (N) predictions (tr_eval) */
+	double *lat;             /* (N) */
+	int64_t *task;           /* (N) task index */
+	unsigned *group;         /* (ngroup) */
+} tr_part;
+
+int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, int d, tr_part *pt);
+void tr_part_free(tr_part *pt);
+/* The part as a model's data. */
+cm_data tr_part_data(const tr_part *pt);
+/* Predict the part (into pt->p) and measure the predictions. */
+int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out);
+
+#define TR_EARLY_STOP 50     /* rounds without improvement on the holdout */
+
+/* A fit of a model on a split set, and its metrics. */
+typedef struct tr_fit {
+	tr_part train, hold;
+	int d;
+	cm_model *m;
+	cm_metrics mtrain, mhold;
+	double seconds;          /* of the fit */
+} tr_fit;
+
+/* Fit a model of kind k (parameters p; with held-out rows, early stopping
+ * on them after TR_EARLY_STOP rounds) on the rows of ts not held out, and
+ * measure it on both sides. Free f with tr_fit_free() either way. */
+int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,
+                tr_fit *f);
+void tr_fit_free(tr_fit *f);
+
+/* Write the fitted model as a model file at path and into st's model table
+ * (meta: the model's own keys, feature kind and length, hardware, rows,
+ * seed, time, tree_method if any, and the metrics as train_* and
+ * holdout_*). *model_id receives the store's id. */
+int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
+            const cm_params *p, int64_t *model_id);
+
+#endif
