@@ -4,6 +4,8 @@
 #   make deps       install the Debian packages tunekit needs (as root)
 #   make test       unit tests (tests/unit) and command-line tests (tests/t*.sh)
 #   make check-asan the same tests on a build with AddressSanitizer and UBSan
+#   make crash-test SIGKILL each writing command at 100 random moments
+#   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make bench      benchmarks (not in CI)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
@@ -109,6 +111,14 @@ test: $(BIN) $(UNIT_BIN) $(REPLAY_BIN)
 	@set -e; for f in $(FUZZERS); do echo "== fuzz corpus $$f"; $(BUILD)/fuzz-replay/$$f tests/fuzz/corpus/$$f/*; done
 	@for m in man/*.1; do mandoc -Tlint -W warning $$m || exit 1; done
 	@cd tests && TUNEKIT_BIN=$(abspath $(BIN)) ./run-all.sh
+	@echo "== crash test (SIGKILL at $(CRASH_N) moments per command)"
+	@sh tests/crash/kill.sh $(CRASH_N) $(abspath $(BIN))
+
+# SIGKILL tune, measure, train and import at CRASH_N random moments each:
+# the store stays intact, no committed record is lost, --resume finishes.
+CRASH_N ?= 10
+crash-test: $(BIN)
+	sh tests/crash/kill.sh 100 $(abspath $(BIN))
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 # Reports go to files (a test that expects a failing exit status would hide
@@ -200,6 +210,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan fuzz demo bench bench-adatune bench-kernels bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo bench bench-adatune bench-kernels bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

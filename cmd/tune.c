@@ -2,6 +2,7 @@
  * tune: the learned tuning loop on a task or a whole network, measured on
  * this CPU or replayed from a dataset; every trial is recorded.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,47 +27,50 @@ static const char *const usage[] = {
 	"Interrupted runs keep their records and continue with --resume.",
 };
 
+/* tune's own options come from the table of tuning options (lib/tune
+ * options.c): each is read as text into given[] and set through the table,
+ * which also gives its help line and its range. */
+#define MAXDESC 64
+
 static struct {
 	opt_list task;
-	const char *network, *model, *search, *feature, *objective, *transfer, *transfer_hw,
-	           *replay, *replay_hw;
-	int64_t trials, plan, diversity, early_stop, batch, round, sa_chains, sa_iters, xgb_rounds,
-	        run, regtile, confirm, cover;
-	double epsilon, time_budget;
+	const char *network, *given[MAXDESC];
+	int64_t run;
 	ms_cli ms;
 	int resume;
 } o;
 
-static const opt options[] = {
+static opt options[MAXDESC + 8];
+
+static const opt fixed_head[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
-	{ OPT_INT, "trials", 'n', &o.trials, "N", "measurement budget (default 200)" },
-	{ OPT_DOUBLE, "time-budget", 0, &o.time_budget, "S", "also stop after S seconds (simulated with --replay)" },
-	{ OPT_STRING, "model", 0, &o.model, "MODEL", "cost model (default xgb; see 'tunekit help models')" },
-	{ OPT_STRING, "search", 0, &o.search, "NAME", "search (default sa; see 'tunekit help searches')" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "features of the model: itervar (default), knob, curve" },
-	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (default, pairwise) or reg (squared error)" },
-	{ OPT_INT, "plan-size", 0, &o.plan, "N", "trials planned per model fit (default 64)" },
-	{ OPT_DOUBLE, "epsilon", 0, &o.epsilon, "E", "random share of each plan (default 0.05)" },
-	{ OPT_INT, "diversity", 0, &o.diversity, "R", "diversity-aware selection from R x plan candidates" },
-	{ OPT_INT, "early-stop", 0, &o.early_stop, "N", "stop a task after N trials without improvement" },
-	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations built and stored together (default 16)" },
-	{ OPT_INT, "round", 0, &o.round, "N", "trials per scheduling round of a network (default 64)" },
-	{ OPT_INT, "sa-chains", 0, &o.sa_chains, "N", "simulated annealing chains (default 128)" },
-	{ OPT_INT, "sa-iters", 0, &o.sa_iters, "N", "simulated annealing steps (default 500)" },
-	{ OPT_INT, "xgb-rounds", 0, &o.xgb_rounds, "N", "fixed boosting rounds (default: early stopping)" },
-	{ OPT_INT, "regtile", 0, &o.regtile, "N", "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)" },
-	{ OPT_INT, "confirm", 0, &o.confirm, "K", "then measure the K fastest configurations of each task twice more (default 8; 0: off)" },
-	{ OPT_INT, "cover", 0, &o.cover, "N", "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)" },
-	{ OPT_STRING, "transfer-from", 0, &o.transfer, "DB", "history store for a transfer-learning base model" },
-	{ OPT_STRING, "transfer-hardware", 0, &o.transfer_hw, "HW", "its hardware (key or id) to learn from (default: the target's)" },
-	{ OPT_STRING, "replay", 0, &o.replay, "DB", "answer measurements from the records of this store" },
-	{ OPT_STRING, "replay-hardware", 0, &o.replay_hw, "HW", "hardware key or id in the replay store" },
+};
+static const opt fixed_tail[] = {
 	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
 	{ OPT_INT, "run", 0, &o.run, "ID", "with --resume: the run to continue" },
 	MS_CLI_OPTIONS(o.ms),
 	OPT_END_
 };
+
+static void options_build(void)
+{
+	int n = 0;
+	assert(tn_noptdesc <= MAXDESC);
+	for (int i = 0; i < ArraySize(fixed_head); i++)
+		options[n++] = fixed_head[i];
+	for (int i = 0; i < tn_noptdesc; i++) {
+		const tn_optdesc *d = &tn_optdescs[i];
+		if (!d->flag)
+			continue;
+		options[n++] = (opt){ OPT_STRING, d->flag, !strcmp(d->flag, "trials") ? 'n' : 0,
+		                      &o.given[i], d->argh, d->help };
+	}
+	for (int i = 0; i < ArraySize(fixed_tail); i++) {
+		assert(n < ArraySize(options));
+		options[n++] = fixed_tail[i];
+	}
+}
 
 typedef struct tune_ui {
 	tk_ctx *ctx;
@@ -108,39 +112,20 @@ static int on_records(void *p, const char *task, double flops, int64_t hw, int64
 	return fflush(stdout) ? tk_seterr(TK_EIO, "cannot write the record stream") : TK_OK;
 }
 
-static void set_str(char *dst, size_t n, const char *v)
+/* Options given on the command line override the defaults, or the
+ * resumed run's parameters except those a run keeps (its search). */
+static int apply(tk_ctx *ctx, tn_opts *t, int resuming)
 {
-	if (v)
-		snprintf(dst, n, "%s", v);
-}
-
-/* Options given on the command line override the defaults (or the resumed
- * run's parameters for the measurement options). */
-static int apply(tk_ctx *ctx, tn_opts *t)
-{
-	if (o.trials) t->trials = o.trials;
-	if (o.time_budget) t->time_budget = o.time_budget;
-	set_str(t->model, sizeof t->model, o.model);
-	set_str(t->search, sizeof t->search, o.search);
-	set_str(t->feature, sizeof t->feature, o.feature);
-	set_str(t->objective, sizeof t->objective, o.objective);
-	if (o.plan) t->plan_size = (int)o.plan;
-	if (o.epsilon >= 0) t->epsilon = o.epsilon;
-	if (o.diversity) t->diversity = (int)o.diversity;
-	if (o.early_stop) t->early_stop = o.early_stop;
-	if (o.batch) t->batch = (int)o.batch;
-	if (o.round) t->round = (int)o.round;
-	if (o.sa_chains) t->sa.chains = (int)o.sa_chains;
-	if (o.sa_iters) t->sa.iters = (int)o.sa_iters;
-	if (o.xgb_rounds) t->xgb_rounds = (int)o.xgb_rounds;
-	if (o.regtile >= 0) t->regtile = (int)o.regtile;
-	if (o.confirm >= 0) t->confirm = (int)o.confirm;
-	if (o.cover >= 0) t->cover = (int)o.cover;
-	set_str(t->transfer_from, sizeof t->transfer_from, o.transfer);
-	set_str(t->transfer_hw, sizeof t->transfer_hw, o.transfer_hw);
-	set_str(t->replay, sizeof t->replay, o.replay);
-	set_str(t->replay_hw, sizeof t->replay_hw, o.replay_hw);
-	set_str(t->network, sizeof t->network, o.network);
+	for (int i = 0; i < tn_noptdesc; i++) {
+		const tn_optdesc *d = &tn_optdescs[i];
+		int rc;
+		if (!o.given[i] || (resuming && (d->flags & TN_KEEP)))
+			continue;
+		if ((rc = tn_opt_set(t, d, o.given[i])))
+			return tk_fail(ctx, rc, "--%s: %s", d->flag, tk_errmsg());
+	}
+	if (o.network && !resuming)
+		snprintf(t->network, sizeof t->network, "%s", o.network);
 	t->seed = (uint64_t)ctx->common.seed;
 	t->ms.jobs = (int)ctx->common.jobs;
 	return ms_cli_apply(ctx, &o.ms, &t->ms);
@@ -173,19 +158,12 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	char **task = NULL;
 	double *weight = NULL;
 	int64_t resume = 0;
-	o.epsilon = -1;
-	o.regtile = -1;
-	o.confirm = -1;
-	o.cover = -1;
 	ms_cli_init(&o.ms);
+	options_build();
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	if (argc > 0)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
-	if (o.trials < 0 || o.time_budget < 0 || o.plan < 0 || o.batch < 0 || o.round < 0 || o.diversity < 0 ||
-	    o.early_stop < 0 || o.sa_chains < 0 || o.sa_iters < 0 || o.xgb_rounds < 0 ||
-	    o.regtile < -1 || o.confirm < -1 || o.cover < -1)
-		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;
 	tn_opts_default(&t);
@@ -208,9 +186,6 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		free(params);
 		if (rc)
 			return tk_fail(ctx, rc, NULL);
-		/* the run's own search options stay; measurement options may change */
-		o.model = o.search = o.feature = o.objective = o.replay = o.replay_hw = NULL;
-		o.transfer = o.transfer_hw = o.network = NULL;
 		ctx->common.seed = (int64_t)t.seed;
 	} else {
 		tk_network *net = NULL;
@@ -231,7 +206,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		}
 		net_free(net);
 	}
-	int status = apply(ctx, &t);
+	int status = apply(ctx, &t, o.resume);
 	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
 		status = tk_fail(ctx, rc, NULL);
 	/* the dataset of a replay and the history of transfer learning */

@@ -248,7 +248,61 @@ test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --db fresh.db --resume 2>err && grep -q "no unfinished" err &&
 	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --regtile -2 2>err &&
-	test_expect_code 2 tunekit tune --task $TASK --trials 4 --confirm -3 2>err
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --confirm -3 2>err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 0 2>err &&
+	grep -q "^tunekit tune: --trials: 0 is out of range" err &&
+	test_expect_code 2 tunekit tune --task $TASK --plan-size 4x 2>err &&
+	grep -q "plan-size: .4x. is not an integer" err
+'
+
+test_expect_success 'a small budget over a network reaches every task; its latency is report best'"'"'s' '
+	printf "weight\ttask\n2\tdense:k=16,m=8,n=8\n1\tdense:k=8,m=8,n=16\n3\tdense:k=8,m=16,n=8\n" >small.tsv &&
+	tunekit tune --db sm.db --network small.tsv --trials 6 --batch 2 --repeat 1 --confirm 0 --feature knob >out 2>err &&
+	test "$(awk -F"\t" "NR > 1 { print \$4 }" out | sort -u | wc -l)" -eq 3 &&
+	want=$(tunekit report --db sm.db best --format tsv | awk -F"\t" "
+		NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next }
+		{ w = \$c[\"task\"] == \"dense:k=16,m=8,n=8\" ? 2 : \$c[\"task\"] == \"dense:k=8,m=16,n=8\" ? 3 : 1;
+		  s += w * \$c[\"latency_s\"] }
+		END { printf \"%.2f us\", s * 1e6 }") &&
+	grep "estimated latency" err | grep -q "estimated latency $want" ||
+	{ echo "want $want"; cat err; false; }
+'
+
+test_expect_success 'a run killed before its first batch resumes on its hardware' '
+	"$TUNEKIT_BIN" tune -q --db k.db --task dense:m=96,n=96,k=96 --trials 8 --batch 8 --repeat 1 \
+		--confirm 0 --feature knob >/dev/null 2>&1 &
+	pid=$! &&
+	n=0 && while [ "$n" -lt 1 ]; do
+		sleep 0.05; n=$(sqlite3 k.db "SELECT count(*) FROM run" 2>/dev/null || echo 0)
+	done &&
+	kill -KILL $pid; wait $pid;
+	test "$(sqlite3 k.db "SELECT count(*) FROM measurement")" -eq 0 &&
+	tunekit tune -q --db k.db --resume >out &&
+	test $(tsv_count out) -eq 8 &&
+	test "$(sqlite3 k.db "SELECT count(DISTINCT hardware_id) FROM measurement WHERE hardware_id > 0")" -eq 1
+'
+
+test_expect_success 'a run has one owner: a second --resume exits 3 and writes nothing' '
+	"$TUNEKIT_BIN" tune -q --db own.db --task dense:m=64,n=64,k=64 --trials 400 --batch 4 --repeat 1 \
+		--confirm 0 --feature knob >/dev/null 2>&1 &
+	pid=$! &&
+	n=0 && while [ "$n" -lt 4 ]; do
+		sleep 0.1; n=$(sqlite3 own.db "SELECT count(*) FROM measurement" 2>/dev/null || echo 0)
+	done &&
+	test_expect_code 3 tunekit tune -q --db own.db --resume --run 1 >out 2>err;
+	rc=$?; kill -KILL $pid; wait $pid;
+	test $rc -eq 0 && grep -q "^tunekit tune: run 1 is being tuned by process $pid$" err &&
+	test ! -s out &&
+	tunekit tune -q --db own.db --resume --trials 24 >/dev/null &&
+	test "$(sqlite3 own.db "SELECT count(*) - count(DISTINCT trial) FROM measurement")" -eq 0
+'
+
+test_expect_success 'the man page documents every option of --help' '
+	tunekit tune --help >help &&
+	sed "/^common options:/,\$d" help | grep -o -- "--[a-z][a-z-]*" | sort -u >opts &&
+	test -s opts &&
+	mandoc -Tascii "$TOP/man/tunekit-tune.1" | col -b >page &&
+	for o in $(cat opts); do grep -q -- "$o" page || { echo "undocumented: $o"; exit 1; }; done
 '
 
 test_done

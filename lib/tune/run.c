@@ -36,116 +36,6 @@ void tn_opts_default(tn_opts *o)
 	ms_opts_default(&o->ms);
 }
 
-char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const double *weight)
-{
-	tk_sb sb;
-	tk_sb_init(&sb);
-	tk_sb_printf(&sb, "trials=%lld\nmodel=%s\nsearch=%s\nfeature=%s\nobjective=%s\n",
-	             (long long)o->trials, o->model, o->search, o->feature, o->objective);
-	tk_sb_printf(&sb, "plan_size=%d\nepsilon=%.17g\ndiversity=%d\nearly_stop=%lld\n",
-	             o->plan_size, o->epsilon, o->diversity, (long long)o->early_stop);
-	tk_sb_printf(&sb, "batch=%d\nround=%d\nseed=%llu\nxgb_rounds=%d\ntime_budget=%.17g\n",
-	             o->batch, o->round, (unsigned long long)o->seed, o->xgb_rounds, o->time_budget);
-	tk_sb_printf(&sb, "sa_chains=%d\nsa_iters=%d\nsa_early_stop=%d\nregtile=%d\nconfirm=%d\n"
-	             "cover=%d\n", o->sa.chains, o->sa.iters, o->sa.early_stop, o->regtile, o->confirm,
-	             o->cover);
-	tk_sb_printf(&sb, "transfer_from=%s\ntransfer_hw=%s\nreplay=%s\nreplay_hw=%s\nnetwork=%s\n",
-	             o->transfer_from, o->transfer_hw, o->replay, o->replay_hw, o->network);
-	tk_sb_printf(&sb, "jobs=%d\nbuild_timeout=%.17g\nnumber=%d\nrepeat=%d\nmin_repeat_ms=%.17g\n"
-	             "warmup=%d\nflush_cache=%d\ntimeout=%.17g\n", o->ms.jobs, o->ms.build_timeout,
-	             o->ms.run.number, o->ms.run.repeat, o->ms.run.min_repeat_ms, o->ms.run.warmup,
-	             o->ms.run.flush_cache, o->ms.run.timeout_s);
-	tk_sb_printf(&sb, "adaptive=%d\nmicrobatch=%d\ncv=%.17g\n", o->ms.run.adaptive,
-	             o->ms.run.microbatch, o->ms.run.cv);
-	for (int i = 0; i < ntask; i++)
-		tk_sb_printf(&sb, "task=%.17g %s\n", weight ? weight[i] : 1.0, task[i]);
-	return tk_sb_take(&sb);
-}
-
-static int set_str(char *dst, size_t n, const char *v)
-{
-	if (strlen(v) >= n)
-		return tk_seterr(TK_EINVAL, "run parameter '%s' too long", v);
-	memcpy(dst, v, strlen(v) + 1);
-	return TK_OK;
-}
-
-int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double **weight)
-{
-	char *copy = strdup(text), *save = NULL;
-	int rc = TK_OK, n = 0;
-	char **tv = NULL;
-	double *wv = NULL;
-	if (!copy)
-		return tk_seterr(TK_ENOMEM, "out of memory");
-	for (char *line = strtok_r(copy, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq = 0;
-		const char *k = line, *v = eq + 1;
-		int64_t i = 0;
-		double d = 0;
-#define INT(name, field) else if (!strcmp(k, name)) { rc = tk_parse_i64(v, &i); field = i; }
-#define DBL(name, field) else if (!strcmp(k, name)) { rc = tk_parse_f64(v, &d); field = d; }
-#define STR(name, field) else if (!strcmp(k, name)) rc = set_str(field, sizeof field, v);
-		if (!strcmp(k, "task")) {
-			char *sp = strchr(v, ' ');
-			char **t2 = realloc(tv, sizeof *tv * (size_t)(n + 1));
-			double *w2 = realloc(wv, sizeof *wv * (size_t)(n + 1));
-			if (t2)
-				tv = t2;
-			if (w2)
-				wv = w2;
-			if (!t2 || !w2 || !sp) {
-				rc = sp ? tk_seterr(TK_ENOMEM, "out of memory")
-				        : tk_seterr(TK_EINVAL, "bad task line in run parameters");
-				break;
-			}
-			*sp = 0;
-			if ((rc = tk_parse_f64(v, &wv[n])))
-				break;
-			if (!(tv[n] = strdup(sp + 1))) {
-				rc = tk_seterr(TK_ENOMEM, "out of memory");
-				break;
-			}
-			n++;
-		}
-		INT("trials", o->trials) STR("model", o->model) STR("search", o->search)
-		STR("feature", o->feature) STR("objective", o->objective) INT("plan_size", o->plan_size)
-		DBL("epsilon", o->epsilon) INT("diversity", o->diversity) INT("early_stop", o->early_stop)
-		INT("batch", o->batch) INT("round", o->round) INT("seed", o->seed)
-		INT("xgb_rounds", o->xgb_rounds) DBL("time_budget", o->time_budget) INT("sa_chains", o->sa.chains) INT("sa_iters", o->sa.iters)
-		INT("sa_early_stop", o->sa.early_stop) INT("regtile", o->regtile)
-		INT("confirm", o->confirm) INT("cover", o->cover)
-		STR("transfer_from", o->transfer_from) STR("transfer_hw", o->transfer_hw)
-		STR("replay", o->replay) STR("replay_hw", o->replay_hw) STR("network", o->network)
-		INT("jobs", o->ms.jobs) DBL("build_timeout", o->ms.build_timeout)
-		INT("number", o->ms.run.number) INT("repeat", o->ms.run.repeat)
-		DBL("min_repeat_ms", o->ms.run.min_repeat_ms) INT("warmup", o->ms.run.warmup)
-		INT("flush_cache", o->ms.run.flush_cache) DBL("timeout", o->ms.run.timeout_s)
-		INT("adaptive", o->ms.run.adaptive) INT("microbatch", o->ms.run.microbatch)
-		DBL("cv", o->ms.run.cv)
-#undef INT
-#undef DBL
-#undef STR
-		if (rc == TK_EINVAL)
-			rc = tk_seterr(TK_EINVAL, "bad run parameter %s=%s", k, v);
-	}
-	free(copy);
-	if (rc) {
-		for (int i = 0; i < n; i++)
-			free(tv[i]);
-		free(tv);
-		free(wv);
-		return rc;
-	}
-	*ntask = n;
-	*task = tv;
-	*weight = wv;
-	return TK_OK;
-}
-
 /* ---- tasks ----------------------------------------------------------------- */
 
 typedef struct hw_pick {
@@ -278,6 +168,42 @@ static double net_latency(tn_task **tk, int n)
 	return s;
 }
 
+/* The estimated latency as the store ranks the records (store_best, what
+ * report best shows): each task's best configuration by its median over
+ * its repeated measurements, from every run on the hardware, rather than
+ * the fastest single record the search saw. -1 if a task has none. */
+typedef struct final_best {
+	tn_task **tk;
+	int n;
+	double *lat;
+} final_best;
+
+static int got_best(void *p, const store_rec *r)
+{
+	final_best *F = p;
+	for (int i = 0; i < F->n; i++)
+		if (!strcmp(F->tk[i]->key, r->task))
+			F->lat[i] = r->median;
+	return 0;
+}
+
+static int stored_net_latency(tk_store *st, int64_t hw_id, tn_task **tk, int n, double *out)
+{
+	final_best F = { tk, n, calloc((size_t)n, sizeof(double)) };
+	int rc;
+	*out = -1;
+	if (!F.lat)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	if (!(rc = store_best(st, hw_id, got_best, &F))) {
+		double s = 0;
+		for (int i = 0; i < n && s >= 0; i++)
+			s = F.lat[i] > 0 ? s + tk[i]->weight * F.lat[i] : -1;
+		*out = s;
+	}
+	free(F.lat);
+	return rc;
+}
+
 /* ---- resuming ------------------------------------------------------------------- */
 
 typedef struct reload {
@@ -325,6 +251,9 @@ typedef struct job {
 	int64_t confirmed;  /* measurements of the confirmation */
 	double clock0;      /* job_clock() when the budget started */
 	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
+	int64_t round;      /* trials per scheduling round: o->round, but at most
+	                       trials / tasks, so that a small budget still
+	                       reaches every task of a network */
 } job;
 
 /* Seconds: simulated when replaying, else the monotonic clock. */
@@ -566,12 +495,7 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		return tk_seterr(TK_EINVAL, "transfer learning needs a model that takes a base model "
 		                 "(%s) and a search that plans on it", names);
 	}
-	if (!(o->time_budget >= 0) || o->trials < 1 || o->plan_size < 1 || o->batch < 1 || o->round < 1 || o->epsilon < 0 ||
-	    o->epsilon > 1 || o->diversity < 0 || o->early_stop < 0 || o->sa.chains < 1 ||
-	    o->sa.iters < 1 || o->sa.early_stop < 1 || o->regtile < -1 || o->confirm < 0 ||
-	    o->cover < 0)
-		return tk_seterr(TK_EINVAL, "tuning option out of range");
-	return TK_OK;
+	return tn_opts_check(o);
 }
 
 int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntask, char *const *task,
@@ -665,6 +589,9 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		if (rc)
 			goto done;
 	}
+	J.round = o->round;
+	if (ntask > 1 && J.round > o->trials / ntask)
+		J.round = o->trials / ntask > 0 ? o->trials / ntask : 1;
 	J.sim_clock = tk_walltime();
 	if (resume_run > 0) {
 		reload R = { &J.C, J.tk, ntask, TK_OK, 0 };
@@ -675,7 +602,7 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		for (int i = 0; i < ntask; i++) {
 			J.used += J.tk[i]->trials;
 			J.invalid += J.tk[i]->invalid;
-			J.tk[i]->rounds = (int)(J.tk[i]->trials / o->round);
+			J.tk[i]->rounds = (int)(J.tk[i]->trials / J.round);
 		}
 		if (J.C.data && R.last_at > 0)
 			J.sim_clock = R.last_at;
@@ -692,7 +619,7 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		if (ti < 0)
 			break; /* every task done */
 		tn_task *t = J.tk[ti];
-		int64_t left = o->round;
+		int64_t left = J.round;
 		if (ntask == 1)
 			left = o->trials - J.used;
 		while (left > 0 && J.used < o->trials && !t->done && !out_of_time(&J)) {
@@ -732,6 +659,8 @@ done:
 	res->invalid = J.invalid;
 	res->seconds = tk_now() - J.start;
 	res->net_latency = J.tk && J.ntask == ntask ? net_latency(J.tk, ntask) : -1;
+	if (!rc && J.tk && J.ntask == ntask)
+		rc = stored_net_latency(st, J.s.hw_id, J.tk, ntask, &res->net_latency);
 	for (int i = 0; J.tk && i < J.ntask; i++)
 		tuner_task_free(J.tk[i]);
 	free(J.tk);

@@ -75,8 +75,34 @@ typedef struct tn_opts {
  * confirm 8, cover 16. */
 void tn_opts_default(tn_opts *o);
 
-/* Options as "key=value" lines (stored in run.params) and back. The
- * parse leaves unknown keys alone and returns TK_EINVAL for bad values. */
+/* The options described once (options.c): a row per field of tn_opts,
+ * with its key in run.params, tune's command-line flag (NULL: set through
+ * the common or measurement options), type, accepted range of numbers and
+ * help line. */
+enum { TN_INT, TN_I64, TN_U64, TN_DBL, TN_STR };
+enum { TN_KEEP = 1 };             /* a resumed run keeps its own value */
+typedef struct tn_optdesc {
+	const char *key, *flag;
+	int type;
+	size_t off, size;             /* of the field in tn_opts */
+	double min, max;              /* numbers only */
+	const char *argh, *help;
+	unsigned flags;
+} tn_optdesc;
+extern const tn_optdesc tn_optdescs[];
+extern const int tn_noptdesc;
+/* The row of a run.params key, or NULL. */
+const tn_optdesc *tn_optdesc_find(const char *key);
+/* Parse text into d's field of o; TK_EINVAL ("'x' is not an integer",
+ * "... is out of range (a to b)") leaves o unchanged. */
+int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text);
+/* Every number of o within its row's range; TK_EINVAL naming the first
+ * that is not. */
+int tn_opts_check(const tn_opts *o);
+
+/* Options as "key=value" lines (stored in run.params) and back, one line
+ * per row of tn_optdescs and one "task=WEIGHT TASK" per task. The parse
+ * leaves unknown keys alone and returns TK_EINVAL for bad values. */
 char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const double *weight);
 int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double **weight);
 
@@ -106,7 +132,9 @@ typedef struct tn_result {
 	int64_t run_id, hw_id, trials, invalid;
 	int64_t confirmed;        /* measurements of the confirmation, not in trials */
 	double seconds;
-	double net_latency;       /* < 0 if some task never had a valid record */
+	double net_latency;       /* sum of weight x best latency per task, ranked as
+	                             report best ranks (store_best); < 0 if some task
+	                             has no valid record */
 	int64_t history;          /* records the transfer base models learnt from */
 } tn_result;
 

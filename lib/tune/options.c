@@ -1,0 +1,229 @@
+/*
+ * options: the tuning options described once. Each row names a field of
+ * tn_opts with its key in run.params, its command-line flag (if tune has
+ * one), its type and range and its help line; the run-parameter record
+ * (tn_opts_format/parse), the range checks, and cmd/tune.c's parser and
+ * --help all come from this table.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+#define F(field) offsetof(tn_opts, field), sizeof(((tn_opts *)0)->field)
+#define BIG 1e15
+
+const tn_optdesc tn_optdescs[] = {
+	{ "trials", "trials", TN_I64, F(trials), 1, BIG, "N", "measurement budget (default 200)", 0 },
+	{ "time_budget", "time-budget", TN_DBL, F(time_budget), 0, BIG, "S",
+	  "also stop after S seconds (simulated with --replay)", 0 },
+	{ "model", "model", TN_STR, F(model), 0, 0, "NAME",
+	  "cost model (default xgb; see 'tunekit help models')", TN_KEEP },
+	{ "search", "search", TN_STR, F(search), 0, 0, "NAME",
+	  "search (default sa; see 'tunekit help searches')", TN_KEEP },
+	{ "feature", "feature", TN_STR, F(feature), 0, 0, "KIND",
+	  "features of the model: itervar (default), knob, curve", TN_KEEP },
+	{ "objective", "objective", TN_STR, F(objective), 0, 0, "OBJ",
+	  "rank (default, pairwise) or reg (squared error)", TN_KEEP },
+	{ "plan_size", "plan-size", TN_INT, F(plan_size), 1, 1e6, "N",
+	  "trials planned per model fit (default 64)", 0 },
+	{ "epsilon", "epsilon", TN_DBL, F(epsilon), 0, 1, "E", "random share of each plan (default 0.05)", 0 },
+	{ "diversity", "diversity", TN_INT, F(diversity), 0, 1000, "R",
+	  "diversity-aware selection from R x plan candidates", 0 },
+	{ "early_stop", "early-stop", TN_I64, F(early_stop), 0, BIG, "N",
+	  "stop a task after N trials without improvement", 0 },
+	{ "batch", "batch", TN_INT, F(batch), 1, 1e6, "N",
+	  "configurations built and stored together (default 16)", 0 },
+	{ "round", "round", TN_INT, F(round), 1, 1e9, "N",
+	  "trials per scheduling round of a network (default 64, at most trials / tasks)", 0 },
+	{ "seed", NULL, TN_U64, F(seed), 0, 0, NULL, NULL, 0 },
+	{ "xgb_rounds", "xgb-rounds", TN_INT, F(xgb_rounds), 0, 1e6, "N",
+	  "fixed boosting rounds of the model (default: early stopping)", 0 },
+	{ "sa_chains", "sa-chains", TN_INT, F(sa.chains), 1, 1e6, "N",
+	  "simulated annealing chains (default 128)", 0 },
+	{ "sa_iters", "sa-iters", TN_INT, F(sa.iters), 1, 1e9, "N", "simulated annealing steps (default 500)", 0 },
+	{ "sa_early_stop", NULL, TN_INT, F(sa.early_stop), 1, 1e9, NULL, NULL, 0 },
+	{ "regtile", "regtile", TN_INT, F(regtile), -1, 1e6, "N",
+	  "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)", 0 },
+	{ "confirm", "confirm", TN_INT, F(confirm), 0, 1e6, "K",
+	  "then measure the K fastest configurations of each task twice more (default 8; 0: off)", 0 },
+	{ "cover", "cover", TN_INT, F(cover), 0, 1e6, "N",
+	  "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)", 0 },
+	{ "transfer_from", "transfer-from", TN_STR, F(transfer_from), 0, 0, "DB",
+	  "history store for a transfer-learning base model", TN_KEEP },
+	{ "transfer_hw", "transfer-hardware", TN_STR, F(transfer_hw), 0, 0, "HW",
+	  "its hardware (key or id) to learn from (default: the target's)", TN_KEEP },
+	{ "replay", "replay", TN_STR, F(replay), 0, 0, "DB",
+	  "answer measurements from the records of this store", TN_KEEP },
+	{ "replay_hw", "replay-hardware", TN_STR, F(replay_hw), 0, 0, "HW",
+	  "hardware key or id in the replay store", TN_KEEP },
+	{ "network", NULL, TN_STR, F(network), 0, 0, NULL, NULL, TN_KEEP },
+	/* the measurement options (common to measure and tune: cmd's ms_cli) */
+	{ "jobs", NULL, TN_INT, F(ms.jobs), 1, 4096, NULL, NULL, 0 },
+	{ "build_timeout", NULL, TN_DBL, F(ms.build_timeout), 0, BIG, NULL, NULL, 0 },
+	{ "number", NULL, TN_INT, F(ms.run.number), 0, 1e9, NULL, NULL, 0 },
+	{ "repeat", NULL, TN_INT, F(ms.run.repeat), 1, 1e9, NULL, NULL, 0 },
+	{ "min_repeat_ms", NULL, TN_DBL, F(ms.run.min_repeat_ms), 0, BIG, NULL, NULL, 0 },
+	{ "warmup", NULL, TN_INT, F(ms.run.warmup), 0, 1e9, NULL, NULL, 0 },
+	{ "flush_cache", NULL, TN_INT, F(ms.run.flush_cache), 0, 1, NULL, NULL, 0 },
+	{ "timeout", NULL, TN_DBL, F(ms.run.timeout_s), 0, BIG, NULL, NULL, 0 },
+	{ "adaptive", NULL, TN_INT, F(ms.run.adaptive), 0, 1, NULL, NULL, 0 },
+	{ "microbatch", NULL, TN_INT, F(ms.run.microbatch), 0, 1e9, NULL, NULL, 0 },
+	{ "cv", NULL, TN_DBL, F(ms.run.cv), 0, BIG, NULL, NULL, 0 },
+};
+const int tn_noptdesc = (int)(sizeof tn_optdescs / sizeof tn_optdescs[0]);
+
+const tn_optdesc *tn_optdesc_find(const char *key)
+{
+	for (int i = 0; i < tn_noptdesc; i++)
+		if (!strcmp(tn_optdescs[i].key, key))
+			return &tn_optdescs[i];
+	return NULL;
+}
+
+/* The number in field d of o, as a double (for the range check). */
+static double get_num(const tn_opts *o, const tn_optdesc *d)
+{
+	const char *p = (const char *)o + d->off;
+	switch (d->type) {
+	case TN_INT: return *(const int *)p;
+	case TN_I64: return (double)*(const int64_t *)p;
+	case TN_U64: return (double)*(const uint64_t *)p;
+	case TN_DBL: return *(const double *)p;
+	}
+	return 0;
+}
+
+static int in_range(const tn_optdesc *d, double v)
+{
+	return d->type == TN_STR || d->type == TN_U64 || (v >= d->min && v <= d->max);
+}
+
+int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text)
+{
+	char *p = (char *)o + d->off;
+	int64_t i;
+	double x;
+	if (d->type == TN_STR) {
+		if (strlen(text) >= d->size)
+			return tk_seterr(TK_EINVAL, "'%.40s...' is too long (at most %zu characters)", text,
+			                 d->size - 1);
+		memcpy(p, text, strlen(text) + 1);
+		return TK_OK;
+	}
+	if (d->type == TN_DBL) {
+		if (tk_parse_f64(text, &x) || !isfinite(x))
+			return tk_seterr(TK_EINVAL, "'%s' is not a number", text);
+	} else if (tk_parse_i64(text, &i)) {
+		return tk_seterr(TK_EINVAL, "'%s' is not an integer", text);
+	} else {
+		x = (double)i;
+	}
+	if (!in_range(d, x))
+		return tk_seterr(TK_EINVAL, "%s is out of range (%.15g to %.15g)", text, d->min, d->max);
+	switch (d->type) {
+	case TN_INT: *(int *)p = (int)i; break;
+	case TN_I64: *(int64_t *)p = i; break;
+	case TN_U64: *(uint64_t *)p = (uint64_t)i; break;
+	case TN_DBL: *(double *)p = x; break;
+	}
+	return TK_OK;
+}
+
+int tn_opts_check(const tn_opts *o)
+{
+	for (int i = 0; i < tn_noptdesc; i++) {
+		const tn_optdesc *d = &tn_optdescs[i];
+		double v = get_num(o, d);
+		if (!in_range(d, v))
+			return tk_seterr(TK_EINVAL, "%s%s %.15g is out of range (%.15g to %.15g)",
+			                 d->flag ? "--" : "", d->flag ? d->flag : d->key, v, d->min, d->max);
+	}
+	return TK_OK;
+}
+
+char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const double *weight)
+{
+	tk_sb sb;
+	tk_sb_init(&sb);
+	for (int i = 0; i < tn_noptdesc; i++) {
+		const tn_optdesc *d = &tn_optdescs[i];
+		const char *p = (const char *)o + d->off;
+		switch (d->type) {
+		case TN_STR: tk_sb_printf(&sb, "%s=%s\n", d->key, p); break;
+		case TN_INT: tk_sb_printf(&sb, "%s=%d\n", d->key, *(const int *)p); break;
+		case TN_I64: tk_sb_printf(&sb, "%s=%lld\n", d->key, (long long)*(const int64_t *)p); break;
+		case TN_U64:
+			tk_sb_printf(&sb, "%s=%llu\n", d->key, (unsigned long long)*(const uint64_t *)p);
+			break;
+		case TN_DBL: tk_sb_printf(&sb, "%s=%.17g\n", d->key, *(const double *)p); break;
+		}
+	}
+	for (int i = 0; i < ntask; i++)
+		tk_sb_printf(&sb, "task=%.17g %s\n", weight ? weight[i] : 1.0, task[i]);
+	return tk_sb_take(&sb);
+}
+
+int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double **weight)
+{
+	char *copy = strdup(text), *save = NULL;
+	int rc = TK_OK, n = 0;
+	char **tv = NULL;
+	double *wv = NULL;
+	if (!copy)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	for (char *line = strtok_r(copy, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		const char *k = line, *v = eq + 1;
+		if (strcmp(k, "task")) {
+			const tn_optdesc *d = tn_optdesc_find(k);
+			char why[256];
+			if (d && (rc = tn_opt_set(o, d, v))) {
+				snprintf(why, sizeof why, "%s", tk_errmsg());
+				rc = tk_seterr(TK_EINVAL, "bad run parameter %s: %s", k, why);
+			}
+			continue; /* keys of other versions are left alone */
+		}
+		char *sp = strchr(v, ' ');
+		char **t2 = realloc(tv, sizeof *tv * (size_t)(n + 1));
+		double *w2 = realloc(wv, sizeof *wv * (size_t)(n + 1));
+		if (t2)
+			tv = t2;
+		if (w2)
+			wv = w2;
+		if (!t2 || !w2 || !sp) {
+			rc = sp ? tk_seterr(TK_ENOMEM, "out of memory")
+			        : tk_seterr(TK_EINVAL, "bad task line in run parameters");
+			break;
+		}
+		*sp = 0;
+		if (tk_parse_f64(v, &wv[n])) {
+			rc = tk_seterr(TK_EINVAL, "bad task weight in run parameters: %s", v);
+			break;
+		}
+		if (!(tv[n] = strdup(sp + 1))) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	free(copy);
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			free(tv[i]);
+		free(tv);
+		free(wv);
+		return rc;
+	}
+	*ntask = n;
+	*task = tv;
+	*weight = wv;
+	return TK_OK;
+}
