@@ -108,7 +108,7 @@ deps:
 
 test: $(BIN) $(UNIT_BIN) $(REPLAY_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
-	@set -e; for f in $(FUZZERS); do echo "== fuzz corpus $$f"; $(BUILD)/fuzz-replay/$$f tests/fuzz/corpus/$$f/*; done
+	@set -e; for f in $(FUZZERS); do echo "== fuzz corpus $$f"; timeout 120 $(BUILD)/fuzz-replay/$$f tests/fuzz/corpus/$$f/*; done
 	@for m in man/*.1; do mandoc -Tlint -W warning $$m || exit 1; done
 	@cd tests && TUNEKIT_BIN=$(abspath $(BIN)) ./run-all.sh
 	@echo "== crash test (SIGKILL at $(CRASH_N) moments per command)"

@@ -27,6 +27,13 @@ test_expect_success 'help on tasks, targets and networks' '
 	tunekit help measure >out && grep -q -- "--sample" out
 '
 
+test_expect_success 'network files with CRLF line ends, the last without a newline' '
+	printf "weight\ttask\r\n2\tdense:m=8,n=8,k=8\r\n1\tdense:m=8,n=16,k=8\r" >crlf.tsv &&
+	timeout 10 "$TUNEKIT_BIN" measure --network ./crlf.tsv --naive --emit-c >k &&
+	test $(grep -c "^/\* tunekit kernel: dense:" k) -eq 2 ||
+	{ head -3 k; false; }
+'
+
 test_expect_success 'every built-in network generates a kernel for each of its tasks' '
 	tunekit help networks >nets &&
 	grep -q "^  resnet-18-nchwc  *12 distinct" nets &&

@@ -48,9 +48,9 @@ static int parse(const char *where, const char *text, tk_network *n)
 			return tk_seterr(TK_EINVAL, "%s:%d: line too long", where, lineno);
 		memcpy(line, p, len);
 		line[len] = 0;
+		p += len + (end ? 1 : 0); /* before the \r goes: a last line "x\r" looped */
 		if (len && line[len - 1] == '\r')
 			line[--len] = 0;
-		p += len + (end ? 1 : 0);
 		if (!len || line[0] == '#')
 			continue;
 		char *tab = strchr(line, '\t');

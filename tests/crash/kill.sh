@@ -79,7 +79,7 @@ for cmd in tune measure train import; do
 			fi
 			;;
 		measure)
-			run measure 6 "$BIN" measure -q --db "$DB" --task "$TASK" --sample 8 --repeat 1 --seed $i
+			run measure 8 "$BIN" measure -q --db "$DB" --task "$TASK" --sample 32 --batch 2 --repeat 1 --seed $i
 			;;
 		train)
 			if [ $i -eq 1 ]; then
@@ -91,7 +91,7 @@ for cmd in tune measure train import; do
 			;;
 		import)
 			[ -r "$KT/convolution_A100.json.gz" ] || { echo "import: no Kernel Tuner data, skipped"; break; }
-			run import 4 "$BIN" import --db "$DB" kernel-tuner "$KT/convolution_A100.json.gz" \
+			run import 8 "$BIN" import --db "$DB" kernel-tuner "$KT/convolution_A100.json.gz" \
 				"$KT/gemm_RTX_3090.json.gz"
 			;;
 		esac
