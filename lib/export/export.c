@@ -1043,7 +1043,7 @@ static int write_file(const char *dir, const char *file, const char *s)
 		return tk_seterr(TK_EIO, "%s/%s: path too long", dir, file);
 	snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, file, (long)getpid());
 	unlink(tmp);
-	return tk_write_renamed(tmp, path, s, n);
+	return tk_write_renamed(tmp, path, s, n, 0666);
 }
 
 int ex_write_dir(const char *dir, const ex_kernel *k, int n, const tk_target *t)

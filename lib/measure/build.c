@@ -169,60 +169,6 @@ static int file_trusted(const struct stat *st)
 	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 022);
 }
 
-/* SHA-256 of the whole file open on fd, read from offset 0, as hex. Returns
- * 0, or -1 with errno set. */
-static int hash_fd(int fd, char hex[SHA256_HEX])
-{
-	sha256_ctx c;
-	unsigned char buf[65536], d[32];
-	off_t off = 0;
-	sha256_init(&c);
-	for (;;) {
-		ssize_t k = pread(fd, buf, sizeof buf, off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		if (k == 0)
-			break;
-		sha256_update(&c, buf, (size_t)k);
-		off += k;
-	}
-	sha256_final(&c, d);
-	sha256_tohex(d, hex);
-	return 0;
-}
-
-/* Write n bytes to a new private file tmp (which must not exist, and is not
- * followed if it is a link) and rename it to path. TK_OK, or TK_EIO with
- * the reason; tmp is removed on failure. */
-static int write_renamed(const char *tmp, const char *path, const void *data, size_t n)
-{
-	const char *s = data;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
-	while (n > 0) {
-		ssize_t k = write(fd, s, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return tk_seterr(TK_EIO, "cannot write %s: %s", tmp, strerror(e));
-		}
-		s += k;
-		n -= (size_t)k;
-	}
-	if (close(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
-	}
-	return TK_OK;
-}
-
 /* Open path for reading without following a link or blocking on a FIFO;
  * *st receives its status. Returns the descriptor or -1 (errno set). */
 static int open_nofollow(const char *path, struct stat *st)
@@ -263,7 +209,7 @@ static int cache_lookup(const char *dir, const char *key, build_job *job)
 		}
 		goto refuse;
 	}
-	if (!file_trusted(&st) || hash_fd(fd, got) < 0 || strcmp(got, want))
+	if (!file_trusted(&st) || sha256_fd(fd, got) < 0 || strcmp(got, want))
 		goto refuse;
 	futimens(sfd, NULL); /* last use: now */
 	ok = 1;
@@ -381,7 +327,7 @@ static int start_job(const char *dir, build_job *job, job_state *js,
 	snprintf(srctmp, sizeof srctmp, "%s.tmp.%d.%u", src, (int)self, cnt);
 	snprintf(s->tmp, sizeof s->tmp, "%s/%s.so.tmp.%d.%u", dir, js->key, (int)self, cnt);
 	s->cnt = cnt;
-	int rc = write_renamed(srctmp, src, job->src, strlen(job->src));
+	int rc = tk_write_renamed(srctmp, src, job->src, strlen(job->src), 0600);
 	if (rc)
 		return rc;
 
@@ -439,7 +385,7 @@ static int install_object(const char *dir, build_job *job, const job_state *js, 
 	char side[4200], sidetmp[4300], line[SHA256_HEX + 1];
 	int fd = open_nofollow(s->tmp, &st);
 	if (fd < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || fchmod(fd, 0600) < 0 ||
-	    hash_fd(fd, job->sha256) < 0) {
+	    sha256_fd(fd, job->sha256) < 0) {
 		snprintf(job->msg, sizeof job->msg, "cannot read the compiled object %.400s: %s",
 		         s->tmp, fd < 0 || errno ? strerror(errno) : "not a regular file of yours");
 		goto fail;
@@ -447,7 +393,7 @@ static int install_object(const char *dir, build_job *job, const job_state *js, 
 	snprintf(side, sizeof side, "%s/%s.sha256", dir, js->key);
 	snprintf(sidetmp, sizeof sidetmp, "%s.tmp.%d.%u", side, (int)getpid(), s->cnt);
 	snprintf(line, sizeof line, "%s\n", job->sha256);
-	if (write_renamed(sidetmp, side, line, SHA256_HEX) != TK_OK) {
+	if (tk_write_renamed(sidetmp, side, line, SHA256_HEX, 0600) != TK_OK) {
 		snprintf(job->msg, sizeof job->msg, "%.500s", tk_errmsg());
 		goto fail;
 	}

@@ -184,7 +184,6 @@ static int child_object(const build_job *obj, run_result *r)
 {
 	struct stat st;
 	char got[SHA256_HEX];
-	unsigned char buf[65536], d[32];
 	int fd = obj->fd;
 	if (fd < 0 && (fd = open(obj->so, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		snprintf(r->msg, sizeof r->msg, "runtime crash: cannot open %.150s: %s", obj->so,
@@ -197,24 +196,11 @@ static int child_object(const build_job *obj, run_result *r)
 		         "of yours that only you may write", obj->so);
 		return -1;
 	}
-	sha256_ctx c;
-	sha256_init(&c);
-	for (off_t off = 0;;) {
-		ssize_t k = pread(fd, buf, sizeof buf, off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			snprintf(r->msg, sizeof r->msg, "runtime crash: cannot read %.150s: %s", obj->so,
-			         strerror(errno));
-			return -1;
-		}
-		if (k == 0)
-			break;
-		sha256_update(&c, buf, (size_t)k);
-		off += k;
+	if (sha256_fd(fd, got) < 0) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: cannot read %.150s: %s", obj->so,
+		         strerror(errno));
+		return -1;
 	}
-	sha256_final(&c, d);
-	sha256_tohex(d, got);
 	if (strcmp(got, obj->sha256)) {
 		snprintf(r->msg, sizeof r->msg, "runtime crash: refused to load %.150s: its content "
 		         "is not what was compiled (SHA-256 mismatch)", obj->so);

@@ -4,6 +4,9 @@
  */
 #include "sha256.h"
 
+#include <errno.h>
+#include <unistd.h>
+
 #include <assert.h>
 #include <string.h>
 
@@ -106,4 +109,26 @@ void sha256_hex(const void *p, size_t n, char hex[SHA256_HEX])
 	sha256_update(&c, p, n);
 	sha256_final(&c, d);
 	sha256_tohex(d, hex);
+}
+
+int sha256_fd(int fd, char hex[SHA256_HEX])
+{
+	sha256_ctx c;
+	unsigned char buf[65536], d[32];
+	off_t off = 0;
+	sha256_init(&c);
+	for (;;) {
+		ssize_t k = pread(fd, buf, sizeof buf, off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		sha256_update(&c, buf, (size_t)k);
+		off += k;
+	}
+	sha256_final(&c, d);
+	sha256_tohex(d, hex);
+	return 0;
 }

@@ -25,6 +25,9 @@ void sha256_update(sha256_ctx *c, const void *p, size_t n);
 void sha256_final(sha256_ctx *c, unsigned char out[32]);
 /* The digest of p[0..n) as 64 lowercase hex digits in hex[SHA256_HEX]. */
 void sha256_hex(const void *p, size_t n, char hex[SHA256_HEX]);
+/* The digest of the whole file open on fd, read with pread from offset 0
+ * (the descriptor's offset is left alone), as hex. 0, or -1 with errno set. */
+int sha256_fd(int fd, char hex[SHA256_HEX]);
 /* Format a digest as lowercase hex in hex[SHA256_HEX]. */
 void sha256_tohex(const unsigned char d[32], char hex[SHA256_HEX]);
 

@@ -321,10 +321,10 @@ int tk_parse_f64(const char *s, double *out)
 	return TK_OK;
 }
 
-int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n)
+int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n, int mode)
 {
 	const char *s = data;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 	if (fd < 0)
 		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
 	while (n > 0) {

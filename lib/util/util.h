@@ -112,9 +112,10 @@ int tk_sorted_has(const int64_t *a, int64_t n, int64_t x);
 int tk_parse_i64(const char *s, int64_t *out);  /* TK_OK or TK_EINVAL */
 int tk_parse_f64(const char *s, double *out);   /* TK_OK or TK_EINVAL */
 
-/* Write n bytes to a fresh file at tmp (which must not exist) and rename
- * it to path, so readers see the whole file or none of it. TK_EIO with the
- * reason; tmp is removed on failure. */
-int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n);
+/* Write n bytes to a fresh file at tmp (which must not exist, and is not
+ * followed if it is a link) with permissions mode (less the umask) and
+ * rename it to path, so readers see the whole file or none of it. TK_EIO
+ * with the reason; tmp is removed on failure. */
+int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n, int mode);
 
 #endif
