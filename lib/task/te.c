@@ -430,11 +430,16 @@ static void const_decl(parser *ps)
 	te_tensor *t = &p->tensor[p->ntensor - 1];
 	expect(ps, "=");
 	const char *gen = ident(ps);
-	float *v = tk_arena_alloc(&p->arena, (size_t)t->size * sizeof *v);
 	name *m = lookup(ps, "m");
-	const char *why = winograd_fill(gen, m ? m->val : 0, t->ndim, t->shape, v);
-	if (why)
+	/* checked before the values are allocated: a task asking for m = 5e8
+	 * asked for gigabytes */
+	const char *why = winograd_fill(gen, m ? m->val : 0, t->ndim, t->shape, NULL);
+	if (why) {
 		fail(ps, "%s", why);
+		return;
+	}
+	float *v = tk_arena_alloc(&p->arena, (size_t)t->size * sizeof *v);
+	winograd_fill(gen, m->val, t->ndim, t->shape, v);
 	t->values = v;
 }
 

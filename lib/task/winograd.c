@@ -67,6 +67,7 @@ const char *winograd_fill(const char *gen, int64_t m, int ndim, const int64_t *s
 	}
 	if (ndim != 2 || shape[0] != rows || shape[1] != cols)
 		return "constant tensor has the wrong shape for its generator";
-	memcpy(v, src, (size_t)(rows * cols) * sizeof *v);
+	if (v)
+		memcpy(v, src, (size_t)(rows * cols) * sizeof *v);
 	return NULL;
 }

@@ -11,7 +11,8 @@
 /* Fill v (row-major, shape[0] x shape[1]) with generator gen ("winograd_g":
  * G, (m+2) x 3; "winograd_bt": B^T, (m+2) x (m+2); "winograd_at": A^T,
  * m x (m+2)) for output tile m. Returns NULL on success or a static message
- * naming the problem (unknown generator, unsupported m, wrong shape). */
+ * naming the problem (unknown generator, unsupported m, wrong shape). With
+ * v NULL it only checks. */
 const char *winograd_fill(const char *gen, int64_t m, int ndim, const int64_t *shape,
                           float *v);
 

@@ -219,6 +219,10 @@ TEST(test_ref_winograd_equals_direct)
 	/* winograd's input transform reads a padded tile: pad 0 is refused */
 	te_prog *p;
 	CHECK_EQ_INT(te_task_parse("conv2d_winograd:c=3,h=5,w=5,k=2,pad=0,m=2", &p), TK_EINVAL);
+	/* an unsupported tile is refused before its constants are allocated
+	 * (make fuzz found m = 499999994 asking for 6 GB) */
+	CHECK_EQ_INT(te_task_parse("conv2d_winograd:c=1,h=3,w=1,k=2,m=499999994", &p), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "m must be 2 or 4") != NULL);
 }
 
 TEST(test_divides_message)
