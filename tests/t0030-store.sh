@@ -23,6 +23,36 @@ test_expect_success 'a store from a newer tunekit is refused' '
 	test_expect_code 3 tunekit report --db new.db best 2>err && grep -q "newer" err
 '
 
+test_expect_success 'a damaged store is refused on open, before anything is printed or written' '
+	tunekit measure -q --db dmg.db --task $TASK --sample 24 --batch 24 --repeat 1 >/dev/null &&
+	sqlite3 dmg.db "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null &&
+	size=$(wc -c <dmg.db) && test "$size" -gt 16384 &&
+	printf "\336\255\276\357%.0s" $(seq 1024) | dd of=dmg.db bs=4096 seek=3 conv=notrunc 2>/dev/null &&
+	cp dmg.db dmg.orig &&
+	test_expect_code 3 tunekit report --db dmg.db best >out 2>err &&
+	test ! -s out && test $(wc -l <err) -eq 1 && grep -q "record store is damaged" err &&
+	test_expect_code 3 tunekit measure --db dmg.db --task $TASK --naive >out 2>err &&
+	test ! -s out &&
+	test_expect_code 3 tunekit export --db dmg.db --out exp >out 2>err &&
+	test ! -e exp &&
+	test_expect_code 3 tunekit extract-features --db dmg.db --kind knob >out 2>err &&
+	test ! -s out &&
+	cmp dmg.db dmg.orig
+'
+
+test_expect_success 'a store in a directory the user cannot write is read (report, export)' '
+	id -u nobody >/dev/null 2>&1 && command -v runuser >/dev/null || { echo "# needs root and runuser: skipped"; exit 0; }
+	[ "$(id -u)" -eq 0 ] || { echo "# needs root: skipped"; exit 0; }
+	mkdir -p ro && tunekit measure -q --db ro/s.db --task $TASK --sample 2 --repeat 1 >/dev/null &&
+	rm -f ro/s.db-wal ro/s.db-shm && chmod 755 ro && chmod 644 ro/s.db &&
+	chmod 755 "$TRASH" &&
+	runuser -u nobody -- "$TUNEKIT_BIN" report --db "$TRASH/ro/s.db" best --format tsv >out 2>err &&
+	test $(tsv_count out) -eq 1 &&
+	mkdir -m 777 expdir &&
+	runuser -u nobody -- "$TUNEKIT_BIN" export --db "$TRASH/ro/s.db" --out "$TRASH/expdir/k" >/dev/null 2>err &&
+	test -e expdir/k/Makefile
+'
+
 test_expect_success 'report on a missing store fails cleanly and creates nothing' '
 	test_must_fail tunekit report --db missing.db best 2>err &&
 	test ! -e missing.db
