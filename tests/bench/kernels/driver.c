@@ -1,8 +1,11 @@
 /*
  * driver: one workload of `make bench-kernels`. It times a kernel exported
  * by `tunekit export` against the vendor library a user would otherwise
- * call, in one process, on the same inputs: OpenBLAS cblas_sgemm for dense
- * (batch_matmul as a loop of sgemm calls, one per matrix), oneDNN's
+ * call, in one process, on the same inputs: cblas_sgemm for dense
+ * (batch_matmul as a loop of sgemm calls, one per matrix) of OpenBLAS, or
+ * of BLIS when built with -DBLAS_BLIS (kernels.sh builds it against the
+ * faster of the two, and runs it with the OpenBLAS core type that won,
+ * see tests/bench/kernels/blas.c and select.awk), oneDNN's
  * convolution for conv2d and depthwise_conv2d (a grouped convolution with one
  * channel per group). oneDNN chooses its own memory formats (format tag
  * `any`); the reorders of the inputs into its layout and of its output back
@@ -35,7 +38,8 @@
  * that ran before (OpenBLAS's spin for about 2^28 cycles, OpenMP's for less)
  * have gone to sleep and do not steal a core. With THREADS = 1 the process
  * is pinned to the last CPU, as tunekit pins its one-thread measurements.
- * Threads: OpenBLAS by openblas_set_num_threads, oneDNN (built on OpenMP in
+ * Threads: OpenBLAS by openblas_set_num_threads (BLIS by
+ * bli_thread_set_num_threads), oneDNN (built on OpenMP in
  * Debian) by omp_set_num_threads, tunekit's kernel by the num_threads()
  * clause it was generated with for --target cpu:threads=N.
  *
@@ -58,7 +62,11 @@
  * library code: a failure prints a message and exits.
  */
 #define _GNU_SOURCE
+#ifdef BLAS_BLIS
+#include <blis.h>
+#else
 #include <cblas.h>
+#endif
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -579,7 +587,11 @@ int main(int argc, char **argv)
 			sched_setaffinity(0, sizeof set, &set);
 		}
 	}
+#ifdef BLAS_BLIS
+	bli_thread_set_num_threads(bk.threads);
+#else
 	openblas_set_num_threads(bk.threads);
+#endif
 	omp_set_num_threads(bk.threads);
 
 	for (int i = 0; i < 2; i++) {
@@ -611,7 +623,14 @@ int main(int argc, char **argv)
 		snprintf(lib, sizeof lib, "oneDNN %d.%d.%d %s", v->major, v->minor, v->patch,
 		         bk.impl);
 	} else {
-		snprintf(lib, sizeof lib, "OpenBLAS %s", openblas_get_corename());
+#ifdef BLAS_BLIS
+		snprintf(lib, sizeof lib, "BLIS %s %s", bli_info_get_version_str(),
+		         bli_arch_string(bli_arch_query_id()));
+#else
+		char ver[64] = "?"; /* "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": the second word */
+		sscanf(openblas_get_config(), "OpenBLAS %63s", ver);
+		snprintf(lib, sizeof lib, "OpenBLAS %s %s", ver, openblas_get_corename());
+#endif
 	}
 
 	/* Check: the kernel against the library on the same inputs. */
@@ -649,8 +668,13 @@ int main(int argc, char **argv)
 		       "(lib+reorder: src and dst reorders timed too)\n",
 		       lib, bk.fmt[0], bk.fmt[1], bk.fmt[2]);
 	} else {
+#ifdef BLAS_BLIS
+		const char *config = "BLIS, threads set by bli_thread_set_num_threads";
+#else
+		const char *config = openblas_get_config();
+#endif
 		printf("# library: %s, cblas_sgemm(RowMajor, NoTrans, NoTrans)%s; %s\n", lib,
-		       t->op == OP_BMM ? " in a loop over the batch" : "", openblas_get_config());
+		       t->op == OP_BMM ? " in a loop over the batch" : "", config);
 	}
 	printf("# check: max |tk - lib| / (2 rtol sum|terms|) = %.3g at element %ld "
 	       "(rtol = 16 eps (1 + sqrt(%g))): %s\n", err, worst, t->red,
