@@ -5,8 +5,11 @@
 # the best kernel, build tests/bench/kernels/driver.c against it, and time it
 # against OpenBLAS (dense, batch_matmul) or oneDNN (conv2d, depthwise_conv2d)
 # in one process, interleaved, median of rounds, after checking its output
-# against the library's. The FP32 peak comes from tests/bench/kernels/peak.c,
-# the best of its rounds. Prints one table, the geometric means per group and
+# against the library's. The FP32 peak: the FMA loop of tests/bench/kernels/
+# fma.h, timed on its own by peak.c for the header and as one more side of
+# each driver run's interleaved rounds for the table, the best round (no
+# kernel can beat it; on a machine other jobs share, the rounds' peak is
+# slowed as the kernels are). Prints one table, the geometric means per group and
 # issue 4's targets.
 #
 # The library baseline is the strongest this machine has (issue 28). For each
@@ -344,7 +347,7 @@ for T in $THREADS; do
 				-v note="${note:--}" \
 				'NR == 2 { print $1 "\t" $2 "\tok\t" $7 "\t" $8 "\t" \
 				           ($6 == "-" ? "-" : sprintf("%.2f", $3 / $6 * 1e-9)) "\t" \
-				           p "\t" s "\t" $10 "\t" \
+				           ($12 > 0 ? $12 : p) "\t" s "\t" $10 "\t" \
 				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n "\t" note }' >>"$RES"
 		else
 			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
@@ -417,7 +420,8 @@ END {
 	sub(/, median$/, "", peakdesc)
 	printf "Kernels against the libraries: tunekit (xgb+sa, at least %d trials per workload and\n", trials
 	printf "thread count: the configurations measured, column trials)\n"
-	printf "vs OpenBLAS cblas_sgemm (dense; batch_matmul as a loop of sgemm) and oneDNN (convolutions,\n"
+	printf "vs cblas_sgemm of the BLAS baseline below (dense; batch_matmul as a loop of sgemm) and\n"
+	printf "oneDNN (convolutions,\n"
 	printf "formats chosen by oneDNN, reorders outside the timed region; lib+ro: src/dst reorders timed\n"
 	printf "too; tk+ro: the same for the _nchwc kernels, src blocked and dst unblocked in the\n"
 	printf "timed region, weights blocked beforehand). Median of %d interleaved rounds;\n", rounds
@@ -428,7 +432,9 @@ END {
 	printf "Machine: %s\n", machine
 	printf "Libraries: %s\n", versions
 	if (envnote != "") printf "Environment (left as it is): %s\n", envnote
-	printf "FP32 peak, the best of its rounds: %s (%s)\n\n", substr(peaks, 3), peakdesc
+	printf "FP32 peak, the best of its rounds: %s (%s; peak.c on its own). The peak column\n", substr(peaks, 3), peakdesc
+	printf "is the same FMA loop timed in each driver run as one more interleaved side, so that\n"
+	printf "a busy machine slows it as it slows the kernels; its best round.\n\n"
 	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %8s %6s %7s  %s\n", "workload", "thr", "tunekit",
 	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "lib/peak", "trials", "tune s",
 	       "library implementation"

@@ -38,6 +38,10 @@
  * that ran before (OpenBLAS's spin for about 2^28 cycles, OpenMP's for less)
  * have gone to sleep and do not steal a core. With THREADS = 1 the process
  * is pinned to the last CPU, as tunekit pins its one-thread measurements.
+ * One more side, "peak", runs the FMA loop of the FP32 peak (fma.h) on
+ * THREADS OpenMP threads in the same rounds, so that a busy machine slows it
+ * as it slows the kernels: the ratios to it hold on a machine that other
+ * jobs share; its best round is reported, which no kernel can beat.
  * Threads: OpenBLAS by openblas_set_num_threads (BLIS by
  * bli_thread_set_num_threads), oneDNN (built on OpenMP in
  * Debian) by omp_set_num_threads, tunekit's kernel by the num_threads()
@@ -81,6 +85,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "fma.h"
+
 #ifndef KERNEL
 #error "build with -DKERNEL=NAME, the name of an exported tunekit kernel"
 #endif
@@ -97,7 +103,8 @@ void TK_FN(float *const *bufs, float *ws);
 extern const unsigned long TK_WS;
 
 #define MAXROUNDS 101
-#define MAXSIDES 4
+#define MAXSIDES 5
+#define PEAK_ITERS (1L << 16) /* steps of the FMA loop per call of the peak side */
 
 static void die(const char *fmt, ...)
 {
@@ -468,6 +475,21 @@ static void side_lib_nchw(bench *bk)
 	DNNL(dnnl_stream_wait(bk->strm));
 }
 
+/* The FP32 peak: the FMA loop on every thread; FLOPs per call in peak_flops. */
+static volatile float peak_sink;
+static double peak_flops(int threads)
+{
+	return (double)threads * PEAK_ITERS * CHAINS * LANES * FLOPS_PER_OP;
+}
+
+static void side_peak(bench *bk)
+{
+	float sum = 0;
+#pragma omp parallel num_threads(bk->threads) reduction(+ : sum)
+	sum += fma_loop(PEAK_ITERS);
+	peak_sink = sum;
+}
+
 typedef struct side {
 	const char *name;
 	void (*run)(bench *);
@@ -689,8 +711,10 @@ int main(int argc, char **argv)
 	side sides[MAXSIDES] = { { .name = "tunekit", .run = side_tk },
 	                         { .name = "lib", .run = side_lib },
 	                         { .name = "lib+reorder", .run = side_lib_nchw },
-	                         { .name = "tunekit+reorder", .run = side_tk_nchw } };
+	                         { .name = "tunekit+reorder", .run = side_tk_nchw },
+	                         { .name = "peak", .run = side_peak } };
 	int ns = t->cb ? 4 : conv ? 3 : 2;
+	sides[ns++] = sides[MAXSIDES - 1]; /* the peak, last */
 	long pause_us = bk.threads > 1 ? (long)(pause_ms * 1000) : 0;
 	for (int i = 0; i < ns; i++) { /* calls per block */
 		sides[i].ncall = 1;
@@ -711,20 +735,25 @@ int main(int argc, char **argv)
 	printf("# timing: %d rounds interleaved, blocks of >= %g ms after a warm-up call%s, "
 	       "median seconds per call\n", rounds, min_ms,
 	       pause_us ? " and an idle pause" : "");
+	double peak_best = 0;
 	for (int i = 0; i < ns; i++) {
 		side *s = &sides[i];
 		double lo = s->t[0], hi = s->t[0];
+		double flops = s->run == side_peak ? peak_flops(bk.threads) : t->flops;
 		for (int r = 1; r < rounds; r++) {
 			lo = s->t[r] < lo ? s->t[r] : lo;
 			hi = s->t[r] > hi ? s->t[r] : hi;
 		}
 		s->med = median(s->t, rounds);
+		if (s->run == side_peak)
+			peak_best = flops / lo * 1e-9;
 		printf("# %-15s %10.4f ms  %8.2f GFLOPS  (min %.4f, max %.4f ms, %ld calls/block)\n",
-		       s->name, s->med * 1e3, t->flops / s->med * 1e-9, lo * 1e3, hi * 1e3,
+		       s->name, s->med * 1e3, flops / s->med * 1e-9, lo * 1e3, hi * 1e3,
 		       s->ncall);
 	}
+	printf("# peak: %s, %d chains, best round %.2f GFLOPS\n", ISA, CHAINS, peak_best);
 	printf("task\tthreads\tflops\ttk_s\tlib_s\tlib_reorder_s\ttk_gflops\tlib_gflops\t"
-	       "check\tlibrary\ttk_reorder_s\n");
+	       "check\tlibrary\ttk_reorder_s\tpeak_gflops\n");
 	printf("%s\t%d\t%.0f\t%.6g\t%.6g\t", argv[optind], bk.threads, t->flops, sides[0].med,
 	       sides[1].med);
 	if (conv)
@@ -734,8 +763,9 @@ int main(int argc, char **argv)
 	printf("\t%.2f\t%.2f\t%.3g\t%s\t", t->flops / sides[0].med * 1e-9,
 	       t->flops / sides[1].med * 1e-9, err, lib);
 	if (t->cb)
-		printf("%.6g\n", sides[3].med);
+		printf("%.6g", sides[3].med);
 	else
-		printf("-\n");
+		printf("-");
+	printf("\t%.2f\n", peak_best);
 	return 0;
 }
