@@ -43,6 +43,18 @@ test_expect_success 'the job re-measures the best configurations and passes' '
 	! grep -q "<failure" ci/check.xml
 '
 
+test_expect_success 'with the release binary the job measures both sides in one session' '
+	for i in 1 2 3; do
+		RELEASE_TUNEKIT=$TUNEKIT_BIN TUNEKIT=$TUNEKIT_BIN ROUNDS=2 \
+			sh "$CI" release.db ci4 >log 2>err && break
+		cat err
+	done &&
+	! grep -q slower log &&
+	grep -q "tests=\"2\" failures=\"0\"" ci4/check.xml &&
+	test "$(sqlite3 ci4/release-now.db "SELECT count(*) FROM measurement WHERE valid")" -eq 4 &&
+	test "$(sqlite3 ci4/nightly.db "SELECT count(*) FROM measurement WHERE valid")" -eq 4
+'
+
 # A planted regression: the job's measurements made 20% slower. Whether the
 # gate can see 20% depends on the spread of the repeats; on a machine so busy
 # that they spread wider, the gate rightly says unchanged, so the test takes
