@@ -1,10 +1,12 @@
 /*
  * report: what the store knows: the best configuration per task and
  * hardware, the runs that produced the records, the tuning curves of runs
- * (as tables or as an SVG chart), comparisons of runs on the same tasks, and
- * the cost models with their holdout metrics. The curves, comparisons,
- * models and the SVG are computed in lib/report; this file picks the runs,
- * formats the cells and writes the table or the file.
+ * (as tables or as an SVG chart), comparisons of runs on the same tasks,
+ * the cost models with their holdout metrics, and the regression gate that
+ * compares the best configurations with a baseline store. The curves,
+ * comparisons, models, the gate and the SVG are computed in lib/report;
+ * this file picks the runs, formats the cells and writes the table or the
+ * file.
  */
 #include <errno.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "report/check.h"
 #include "report/report.h"
 #include "store/store_report.h"
 #include "task/network.h"
@@ -23,7 +26,9 @@ static const char *const usage[] = {
 	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs | model)\n"
 	"   or: tunekit report [--format FMT] curve [--run ID]... [--task TASK | --network NAME]\n"
 	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
-	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]",
+	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]\n"
+	"   or: tunekit report [--format table|tsv|json|junit] check --baseline OLD.db\n"
+	"                      [--threshold PCT] [--hardware ID]",
 	"best: the fastest valid configuration of every task on every hardware, ranked by\n"
 	"its median measurement (one lucky timing does not make it best), with that\n"
 	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
@@ -38,6 +43,11 @@ static const char *const usage[] = {
 	"the best throughput known for the task, its final GFLOPS and their ratio to the\n"
 	"first run's.\n"
 	"model: the cost models in the store with their holdout metrics.\n"
+	"check: per task measured on the same hardware in both stores, the latency of the\n"
+	"best configuration against the baseline store's: the ratio of the medians of their\n"
+	"repeats with a 95% bootstrap interval, and improved, unchanged or slower (slower: the\n"
+	"whole interval above 1 + threshold). Exit 1 when a task is slower (listed on stderr),\n"
+	"2 when the stores share no hardware.\n"
 	"Prints a table on a terminal and TSV otherwise (a record stream for best: its id\n"
 	"column names the measurement).",
 };
@@ -48,17 +58,21 @@ static struct {
 	opt_list run;
 	const char *task, *network, *x, *plot;
 	int log;
+	const char *baseline;
+	double threshold;
 } o;
 
 static const opt options[] = {
-	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
-	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model: only this hardware id" },
+	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json; junit for check (default: table on a terminal)" },
+	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check: only this hardware id" },
 	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare: a run (repeatable; curve default: the latest)" },
 	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve: only this task" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name or file) as one workload" },
 	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve: write an SVG chart to FILE (- for stdout)" },
 	{ OPT_STRING, "x", 0, &o.x, "AXIS", "curve --plot: trials or seconds (default: both, side by side)" },
 	{ OPT_FLAG, "log", 0, &o.log, NULL, "curve --plot: logarithmic seconds axis" },
+	{ OPT_STRING, "baseline", 0, &o.baseline, "FILE", "check: the store to compare with (read only)" },
+	{ OPT_DOUBLE, "threshold", 0, &o.threshold, "PCT", "check: slower only beyond PCT percent (default 5)" },
 	OPT_END_
 };
 
@@ -541,10 +555,118 @@ static int report_model(tk_ctx *ctx, int fmt)
 	return table_print(b.t, stdout, fmt);
 }
 
+/* ---- check ------------------------------------------------------------------------ */
+
+/* The JUnit XML of a check: one test case per task (and hardware), a
+ * failure for each slower one. */
+static int check_junit(const rp_check *c, FILE *f)
+{
+	tk_sb sb;
+	tk_sb_init(&sb);
+	tk_sb_printf(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	             "<testsuites name=\"tunekit report check\" tests=\"%d\" failures=\"%d\">\n"
+	             "  <testsuite name=\"tunekit.check\" tests=\"%d\" failures=\"%d\" errors=\"0\""
+	             " skipped=\"0\">\n", c->nrow, c->count[RP_SLOWER], c->nrow,
+	             c->count[RP_SLOWER]);
+	for (int i = 0; i < c->nrow; i++) {
+		const rp_check_row *r = &c->row[i];
+		char what[200];
+		snprintf(what, sizeof what, "%s: ratio %.3f [%.3f, %.3f], %.6g s against %.6g s",
+		         rp_check_verdict_name(r->verdict), r->ratio, r->lo, r->hi, r->cur, r->base);
+		tk_sb_printf(&sb, "    <testcase classname=\"tunekit.check.hw%lld\" name=\"",
+		             (long long)r->hardware_id);
+		rp_xml_escape(&sb, r->task);
+		tk_sb_printf(&sb, "\" time=\"%.9f\">\n", r->cur);
+		if (r->verdict == RP_SLOWER) {
+			tk_sb_printf(&sb, "      <failure type=\"regression\" message=\"");
+			rp_xml_escape(&sb, what);
+			tk_sb_printf(&sb, "\">slower beyond %g%%: ", c->threshold * 100);
+			rp_xml_escape(&sb, what);
+			tk_sb_puts(&sb, "; config ");
+			rp_xml_escape(&sb, r->config);
+			tk_sb_puts(&sb, "</failure>\n");
+		}
+		tk_sb_puts(&sb, "      <system-out>");
+		rp_xml_escape(&sb, what);
+		tk_sb_puts(&sb, "</system-out>\n    </testcase>\n");
+	}
+	tk_sb_puts(&sb, "  </testsuite>\n</testsuites>\n");
+	int bad = sb.oom || fwrite(sb.s, 1, sb.n, f) != sb.n || fflush(f) != 0;
+	tk_sb_free(&sb);
+	return bad ? EXIT_FAIL : EXIT_OK;
+}
+
+static int check_table(const rp_check *c, int fmt)
+{
+	static const char *const hdr[] = {
+		"task", "hw", "verdict", "ratio", "ratio_lo", "ratio_hi", "latency_s",
+		"baseline_latency_s", "repeats", "baseline_repeats", "config", "baseline_config",
+	};
+	table *t = table_new(ArraySize(hdr), hdr);
+	if (!t)
+		return EXIT_FAIL;
+	for (int i = 0; i < c->nrow; i++) {
+		const rp_check_row *r = &c->row[i];
+		char hw[24], ratio[32], lo[32], hi[32], cur[32], base[32], nc[24], nb[24];
+		snprintf(hw, sizeof hw, "%lld", (long long)r->hardware_id);
+		snprintf(ratio, sizeof ratio, "%.3f", r->ratio);
+		snprintf(lo, sizeof lo, "%.3f", r->lo);
+		snprintf(hi, sizeof hi, "%.3f", r->hi);
+		if (fmt == FMT_TABLE) {
+			fmt_seconds(cur, r->cur);
+			fmt_seconds(base, r->base);
+		} else {
+			snprintf(cur, sizeof cur, "%.9g", r->cur);
+			snprintf(base, sizeof base, "%.9g", r->base);
+		}
+		snprintf(nc, sizeof nc, "%d", r->ncur);
+		snprintf(nb, sizeof nb, "%d", r->nbase);
+		const char *cells[] = { r->task, hw, rp_check_verdict_name(r->verdict), ratio, lo, hi,
+		                        cur, base, nc, nb, r->config, r->base_config };
+		table_row(t, cells);
+	}
+	return table_print(t, stdout, fmt);
+}
+
+static int report_check(tk_ctx *ctx, int fmt, int junit)
+{
+	tk_store *base = NULL;
+	rp_check *c = NULL;
+	double t = isnan(o.threshold) ? 5 : o.threshold;
+	int rc;
+
+	if (!o.baseline)
+		return tk_fail(ctx, TK_EINVAL, "check needs --baseline FILE, the store to compare with");
+	if (!(t >= 0 && t < 1000))
+		return tk_fail(ctx, TK_EINVAL, "--threshold must be a percentage in [0, 1000), got %g", t);
+	if ((rc = store_open(o.baseline, STORE_READONLY, &base)))
+		return tk_fail(ctx, rc, NULL);
+	rc = rp_check_build(ctx->store, base, o.hardware, t / 100, (uint64_t)ctx->common.seed, &c);
+	store_close(base);
+	if (rc)
+		return tk_fail(ctx, rc, NULL);
+	if (!ctx->common.quiet && (c->nonly_cur || c->nonly_base))
+		fprintf(stderr, "%s: %d task(s) only in this store and %d only in the baseline are not"
+		        " compared\n", ctx->prog, c->nonly_cur, c->nonly_base);
+	rc = junit ? check_junit(c, stdout) : check_table(c, fmt);
+	if (rc == EXIT_OK && c->count[RP_SLOWER]) {
+		for (int i = 0; i < c->nrow; i++) {
+			const rp_check_row *r = &c->row[i];
+			if (r->verdict == RP_SLOWER)
+				fprintf(stderr, "%s: slower: %s (hw %lld): ratio %.3f [%.3f, %.3f] beyond"
+				        " %g%%\n", ctx->prog, r->task, (long long)r->hardware_id, r->ratio,
+				        r->lo, r->hi, t);
+		}
+		rc = EXIT_FAIL;
+	}
+	rp_check_free(c);
+	return rc;
+}
+
 /* ---- dispatch ----------------------------------------------------------------- */
 
-enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL };
-static const char *const aReport[] = { "best", "runs", "curve", "compare", "model" };
+enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL, R_CHECK };
+static const char *const aReport[] = { "best", "runs", "curve", "compare", "model", "check" };
 
 /* Refuse options that the chosen report does not use. */
 static int check_options(tk_ctx *ctx, int r)
@@ -564,6 +686,10 @@ static int check_options(tk_ctx *ctx, int r)
 		bad = "--x";
 	else if (o.log && r != R_CURVE)
 		bad = "--log";
+	else if (o.baseline && r != R_CHECK)
+		bad = "--baseline";
+	else if (!isnan(o.threshold) && r != R_CHECK)
+		bad = "--threshold";
 	if (bad)
 		return tk_fail(ctx, TK_EINVAL, "option %s does not apply to report %s", bad, aReport[r]);
 	return EXIT_OK;
@@ -573,20 +699,26 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 {
 	tk_store *st;
 	int rc, r;
+	o.threshold = NAN; /* unset */
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
-	int fmt = format_parse(o.format);
+	int junit = o.format && !strcmp(o.format, "junit");
+	int fmt = junit ? FMT_TABLE : format_parse(o.format);
 	if (fmt < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv, json)", o.format);
+		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv, json; junit for check)",
+		               o.format);
 	if (fmt == FMT_AUTO)
 		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
 	if (argc != 1)
-		return tk_fail(ctx, TK_EINVAL, "expected one report: best, runs, curve, compare or model");
+		return tk_fail(ctx, TK_EINVAL,
+		               "expected one report: best, runs, curve, compare, model or check");
 	for (r = 0; r < ArraySize(aReport) && strcmp(argv[0], aReport[r]); r++)
 		;
 	if (r == ArraySize(aReport))
-		return tk_fail(ctx, TK_EINVAL, "unknown report '%s' (best, runs, curve, compare, model)",
-		               argv[0]);
+		return tk_fail(ctx, TK_EINVAL,
+		               "unknown report '%s' (best, runs, curve, compare, model, check)", argv[0]);
+	if (junit && r != R_CHECK)
+		return tk_fail(ctx, TK_EINVAL, "--format junit applies to report check");
 	if ((rc = check_options(ctx, r)) || (rc = tk_ctx_store(ctx, &st)))
 		return rc;
 	switch (r) {
@@ -594,6 +726,7 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	case R_RUNS: return report_runs(ctx, fmt);
 	case R_CURVE: return report_curve(ctx, fmt);
 	case R_COMPARE: return report_compare(ctx, fmt);
+	case R_CHECK: return report_check(ctx, fmt, junit);
 	}
 	return report_model(ctx, fmt);
 }

@@ -5,8 +5,34 @@
 # the best kernel, build tests/bench/kernels/driver.c against it, and time it
 # against OpenBLAS (dense, batch_matmul) or oneDNN (conv2d, depthwise_conv2d)
 # in one process, interleaved, median of rounds, after checking its output
-# against the library's. The FP32 peak comes from tests/bench/kernels/peak.c.
-# Prints one table, the geometric means per group and issue 4's targets.
+# against the library's. The FP32 peak: the FMA loop of tests/bench/kernels/
+# fma.h, timed on its own by peak.c for the header and as one more side of
+# each driver run's interleaved rounds for the table, the best round (no
+# kernel can beat it; on a machine other jobs share, the rounds' peak is
+# slowed as the kernels are). Prints one table, the geometric means per group and
+# issue 4's targets.
+#
+# The library baseline is the strongest this machine has (issue 28). For each
+# BLAS workload and thread count, tests/bench/kernels/blas.c times sgemm under
+# every candidate: OpenBLAS as the environment runs it, with its own core
+# detection (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset) and with each
+# core type the CPU's flags allow forced (SkylakeX, Cooperlake,
+# SapphireRapids with AVX-512, bf16, AMX; Haswell and Zen with AVX2 and FMA;
+# Sandybridge with AVX), and BLIS by itself and with each configuration the
+# flags allow forced (skx, haswell, zen3 on AMD); each result is checked
+# against a float64 reference; BENCH_SWEEPS interleaved sweeps over the
+# candidates, each candidate's median. select.awk keeps the fastest correct
+# one, and the driver is built against that library and run with that
+# setting. The variables are set or unset in the commands' own environment
+# only (env(1)); the caller's is left as it is. The table names the kernel
+# that won and, when it differs, the one OpenBLAS runs as the environment has
+# it. For oneDNN the driver runs with ONEDNN_MAX_CPU_ISA and DNNL_MAX_CPU_ISA
+# unset, and the ISA oneDNN dispatches (tests/bench/kernels/onednn.c) is
+# checked against the best the CPU's flags allow.
+#
+# Sanity guards, printed under the table: a library baseline below 60% of
+# the FP32 peak on GEMM 1024^3 at one thread ("check its configuration"), and
+# any ratio to the peak above 1.0 (a peak-measurement problem).
 #
 # The store keeps everything across workloads and runs: a workload with at
 # least BENCH_TRIALS configurations measured for its target is not tuned
@@ -29,6 +55,7 @@
 #                  and mobilenet-v2-nchwc.tsv)
 #   BENCH_DB       the record store (default WORKDIR/kernels.db)
 #   BENCH_ROUNDS   interleaved rounds of the driver (default 7)
+#   BENCH_SWEEPS   interleaved sweeps over the library candidates (default 3)
 #   BENCH_TRANSFER 1 (default): tune with --transfer-from the store, a base
 #                  model from the records of workloads of the same operator
 #                  tuned before on the same target, and at later thread counts
@@ -53,6 +80,7 @@ TRIALS=${BENCH_TRIALS:-300}
 THREADS=${BENCH_THREADS:-1 2}
 DB=${BENCH_DB:-$DIR/kernels.db}
 ROUNDS=${BENCH_ROUNDS:-7}
+SWEEPS=${BENCH_SWEEPS:-3}
 TRANSFER=${BENCH_TRANSFER:-1}
 LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
 CC=${CC:-cc}
@@ -82,11 +110,21 @@ locked() {
 # ---- build peak and check the libraries -----------------------------------
 BLAS_CFLAGS=$(pkg-config --cflags openblas 2>/dev/null || true)
 BLAS_LIBS=$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
-DRV_CFLAGS="-O2 -march=native -fopenmp -Wall $BLAS_CFLAGS"
-DRV_LIBS="$BLAS_LIBS -ldnnl -lm"
+DRV_CFLAGS="-O2 -march=native -fopenmp -Wall"
+DRV_LIBS="-ldnnl -lm"
 $CC -O2 -march=native -pthread -o "$DIR/peak" "$HERE/kernels/peak.c"
+# shellcheck disable=SC2086
+$CC -O2 -march=native -Wall -DBLAS_OPENBLAS $BLAS_CFLAGS -o "$DIR/blas-openblas" \
+	"$HERE/kernels/blas.c" $BLAS_LIBS -lm
+# blis.h defines many static inline functions it does not use
+if ! $CC -O2 -march=native -Wall -Wno-unused-function -DBLAS_BLIS -o "$DIR/blas-blis" \
+	"$HERE/kernels/blas.c" -lblis -lm 2>"$DIR/blis.log"; then
+	say "no BLIS (libblis-dev): OpenBLAS is the only BLAS baseline. Run 'make bench-deps' as root."
+	rm -f "$DIR/blas-blis"
+fi
+$CC -O2 -Wall -o "$DIR/onednn" "$HERE/kernels/onednn.c" -ldnnl
 # shellcheck disable=SC2086 # the flags are word-split on purpose
-if ! $CC $DRV_CFLAGS -DKERNEL=none -c -o "$DIR/driver-check.o" "$HERE/kernels/driver.c"; then
+if ! $CC $DRV_CFLAGS $BLAS_CFLAGS -DKERNEL=none -c -o "$DIR/driver-check.o" "$HERE/kernels/driver.c"; then
 	say "cannot compile the driver: OpenBLAS and oneDNN headers missing? Run 'make bench-deps' as root."
 	exit 1
 fi
@@ -97,9 +135,82 @@ say "peak: FMA throughput, threads $THREADS"
 # shellcheck disable=SC2086
 locked "$DIR/peak" $THREADS >"$DIR/peak.tsv"
 
+# ---- the library candidates -------------------------------------------------
+cpuinfo() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo 2>/dev/null | head -1; }
+FLAGS=" $(cpuinfo flags) "
+has() {
+	for f in "$@"; do
+		case $FLAGS in *" $f "*) ;; *) return 1 ;; esac
+	done
+}
+# What the flags allow: OpenBLAS core types, BLIS configurations, and the
+# best ISA oneDNN can use (its ONEDNN_MAX_CPU_ISA names).
+CORETYPES= BLISCONF= BEST_ISA=sse41
+has avx && CORETYPES="Sandybridge" BEST_ISA=avx
+if has avx2 fma; then
+	CORETYPES="$CORETYPES Haswell Zen" BLISCONF="haswell" BEST_ISA=avx2
+	[ "$(cpuinfo vendor_id)" = AuthenticAMD ] && BLISCONF="$BLISCONF zen3"
+fi
+if has avx512f avx512bw avx512vl avx512dq; then
+	CORETYPES="$CORETYPES SkylakeX" BLISCONF="$BLISCONF skx" BEST_ISA=avx512_core
+	has avx512_vnni && BEST_ISA=avx512_core_vnni
+	has avx512_bf16 && CORETYPES="$CORETYPES Cooperlake" BEST_ISA=avx512_core_bf16
+	has amx_tile amx_bf16 amx_int8 && CORETYPES="$CORETYPES SapphireRapids" BEST_ISA=avx512_core_amx
+fi
+# One candidate a line: id, program (openblas or blis), dflt (1: runs as
+# the environment has it), and the env(1) arguments of its command.
+UNSET="-u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
+CANDS=$DIR/candidates.tsv
+{
+	printf 'env\topenblas\t1\t\n'
+	# with neither variable set, "auto" would be "env" again
+	[ -n "${OPENBLAS_CORETYPE+x}${OPENBLAS_L2_SIZE+x}" ] &&
+		printf 'auto\topenblas\t0\t%s\n' "$UNSET"
+	for c in $CORETYPES; do
+		printf '%s\topenblas\t0\t%s OPENBLAS_CORETYPE=%s\n' "$c" "$UNSET" "$c"
+	done
+	if [ -x "$DIR/blas-blis" ]; then
+		printf 'blis\tblis\t0\t\n'
+		for c in $BLISCONF; do
+			id=$("$DIR/blas-blis" -l | awk -F'\t' -v c="$c" '$2 == c { print $1 }')
+			[ -n "$id" ] && printf 'blis-%s\tblis\t0\tBLIS_ARCH_TYPE=%s\n' "$c" "$id"
+		done
+	fi
+} >"$CANDS"
+say "library candidates: $(cut -f1 "$CANDS" | tr '\n' ' ')"
+
+# Time every candidate on BLAS workload $1 at $2 threads, SWEEPS sweeps in
+# alternating order, into $3 (select.awk's input), and select into $4.
+time_candidates() {
+	: >"$3"
+
+	sweep=1
+	while [ $sweep -le "$SWEEPS" ]; do
+		if [ $((sweep % 2)) -eq 1 ]; then cat "$CANDS"; else sed -n '1!G;h;$p' "$CANDS"; fi |
+		while IFS='	' read -r id prog dflt envargs; do
+			# shellcheck disable=SC2086 # envargs are words for env(1)
+			out=$(locked env $envargs "$DIR/blas-$prog" -r 3 "$1" "$2" 2>>"$DIR/blas.err") ||
+				[ $? -eq 1 ] || out="$prog	?	?	wrong	-	-"
+			printf '%s\t%s\t%s\n' "$id" "$dflt" "$out"
+		done >>"$3"
+		sweep=$((sweep + 1))
+	done
+	awk -f "$HERE/kernels/select.awk" "$3" >"$4"
+}
+
+# oneDNN: the ISA it dispatches with the caps unset, against the flags
+ONEDNN_UNSET="-u ONEDNN_MAX_CPU_ISA -u DNNL_MAX_CPU_ISA"
+# shellcheck disable=SC2086
+ONEDNN=$(env $ONEDNN_UNSET "$DIR/onednn")
+ONEDNN_ISA=$(echo "$ONEDNN" | cut -f3)
+ONEDNN_NOTE=
+[ "$ONEDNN_ISA" = "$BEST_ISA" ] ||
+	ONEDNN_NOTE="oneDNN dispatches $ONEDNN_ISA, below the CPU's best $BEST_ISA"
+ONEDNN_ENV=$(env | sed -n 's/^\(ONEDNN_MAX_CPU_ISA\|DNNL_MAX_CPU_ISA\)=/&/p' | tr '\n' ' ')
+
 # ---- tune, export, build, time --------------------------------------------
 RES=$DIR/results.tsv
-printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\ttrials\n' >"$RES"
+printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\ttrials\tbaseline\n' >"$RES"
 
 # The best exported kernel of task $1 for target $2 into $3: prints
 # "TASKKEY<tab>HW<tab>NAME", or nothing when the store has no valid record.
@@ -151,13 +262,14 @@ tune_one() {
 # A results row for a workload without timings: task $1, threads $2, status
 # $3, tuning seconds $4, trials $5 (peak from the loop).
 fail_row() {
-	printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\n' "$1" "$2" "$3" "$peak" "$4" "$5" >>"$RES"
+	printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\t-\n' "$1" "$2" "$3" "$peak" "$4" "$5" >>"$RES"
 }
 
 first_t=${THREADS%% *} first_hw=
 for T in $THREADS; do
 	target=cpu:threads=$T
-	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $2 }' "$DIR/peak.tsv")
+	# the best of the peak's rounds: a kernel cannot beat it
+	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $5 }' "$DIR/peak.tsv")
 	for W in $WORKLOADS; do
 		tmp=$DIR/export.tmp
 		rm -rf "$tmp"
@@ -187,23 +299,56 @@ for T in $THREADS; do
 		rm -rf "$kdir"
 		mkdir -p "$DIR/t$T"
 		mv "$tmp" "$kdir"
+		# the library and its setting: the fastest correct candidate for
+		# BLAS workloads; OpenBLAS is linked for the others, unused
+		lib_cflags="$BLAS_CFLAGS" lib_libs="$BLAS_LIBS" runenv=$ONEDNN_UNSET note=
+		case $key in
+		dense:* | batch_matmul:*)
+			say "$key, $T thread(s): timing the library candidates"
+			time_candidates "$key" "$T" "$kdir/candidates.tsv" "$kdir/select.tsv"
+			best_id=$(awk -F'\t' '$1 == "best" { print $2 }' "$kdir/select.tsv")
+			if [ "$best_id" = none ] || [ -z "$best_id" ]; then
+				say "$key, $T thread(s): no library candidate computed it correctly"
+				fail_row "$key" "$T" "no correct library" "${secs:--}" "$n"
+				continue
+			fi
+			prog=$(awk -F'\t' -v id="$best_id" '$1 == id { print $2 }' "$CANDS")
+			runenv=$(awk -F'\t' -v id="$best_id" '$1 == id { print $4 }' "$CANDS")
+			[ "$prog" = blis ] && lib_cflags="-DBLAS_BLIS -Wno-unused-function" lib_libs=-lblis
+			note=$(awk -F'\t' -v ncand="$(wc -l <"$CANDS")" '
+				$1 == "best" { b = $3 " " $5; bs = $6; bid = $2 }
+				$1 == "default" { d = $3 " " $5; ds = $6; did = $2 }
+				$1 == "wrong" { w = w (w ? ", " : "") $2 }
+				END {
+					s = sprintf("fastest of %d candidates (%s)", ncand, bid)
+					if (did != "" && did != bid && d != b)
+						s = s sprintf("; as the environment runs it: %s, %s", d,
+						              ds == "-" ? "wrong" : sprintf("%.2fx slower", ds / bs))
+					if (w != "") s = s "; wrong, skipped: " w
+					print s
+				}' "$kdir/select.tsv")
+			;;
+		*) [ -n "$ONEDNN_NOTE" ] && note=$ONEDNN_NOTE ;;
+		esac
 		# shellcheck disable=SC2086
 		if ! make -s -C "$kdir" "$name.o" >"$kdir/build.log" 2>&1 ||
-		   ! $CC $DRV_CFLAGS -DKERNEL="$name" -o "$kdir/driver" "$HERE/kernels/driver.c" \
-			"$kdir/$name.o" $DRV_LIBS >>"$kdir/build.log" 2>&1; then
+		   ! $CC $DRV_CFLAGS $lib_cflags -DKERNEL="$name" -o "$kdir/driver" "$HERE/kernels/driver.c" \
+			"$kdir/$name.o" $lib_libs $DRV_LIBS >>"$kdir/build.log" 2>&1; then
 			say "$key, $T thread(s): build failed, see $kdir/build.log"
 			fail_row "$key" "$T" "build failed" "${secs:--}" "$n"
 			continue
 		fi
 		say "$key, $T thread(s): timing $name against the library"
 		st=0
-		locked "$kdir/driver" -r "$ROUNDS" "$key" "$T" >"$kdir/driver.out" || st=$?
+		# shellcheck disable=SC2086 # runenv are words for env(1)
+		locked env $runenv "$kdir/driver" -r "$ROUNDS" "$key" "$T" >"$kdir/driver.out" || st=$?
 		if [ $st -eq 0 ]; then
 			grep -v '^#' "$kdir/driver.out" | awk -F'\t' -v p="$peak" -v s="${secs:--}" -v n="$n" \
+				-v note="${note:--}" \
 				'NR == 2 { print $1 "\t" $2 "\tok\t" $7 "\t" $8 "\t" \
 				           ($6 == "-" ? "-" : sprintf("%.2f", $3 / $6 * 1e-9)) "\t" \
-				           p "\t" s "\t" $10 "\t" \
-				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n }' >>"$RES"
+				           ($12 > 0 ? $12 : p) "\t" s "\t" $10 "\t" \
+				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n "\t" note }' >>"$RES"
 		else
 			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
 			fail_row "$key" "$T" "$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" \
@@ -214,11 +359,17 @@ done
 
 # ---- the table ------------------------------------------------------------
 # The machine, for the table: the figures hold for this CPU only.
-cpuinfo() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo 2>/dev/null | head -1; }
 machine="$(cpuinfo 'model name'), family $(cpuinfo 'cpu family') model $(cpuinfo model),\
  $(getconf _NPROCESSORS_ONLN) CPUs, $($CC --version 2>/dev/null | head -1)"
+# The libraries' versions, from their own calls
+libver() { env -u OPENBLAS_CORETYPE "$DIR/blas-$1" -r 1 -m 0 dense:m=8,n=8,k=8 1 2>/dev/null | cut -f2; }
+versions="OpenBLAS $(libver openblas)"
+[ -x "$DIR/blas-blis" ] && versions="$versions, BLIS $(libver blis)"
+versions="$versions, oneDNN $(echo "$ONEDNN" | cut -f2) (dispatching $ONEDNN_ISA;\
+ the CPU's best: $BEST_ISA)"
+envnote="$(env | grep -E '^(OPENBLAS_CORETYPE|OPENBLAS_L2_SIZE|BLIS_ARCH_TYPE)=' | tr '\n' ' ')$ONEDNN_ENV"
 awk -F'\t' -v trials="$TRIALS" -v rounds="$ROUNDS" -v peakfile="$DIR/peak.tsv" \
-	-v machine="$machine" '
+	-v machine="$machine" -v versions="$versions" -v envnote="$envnote" -v sweeps="$SWEEPS" '
 function group(task,   a, m, n, k) {
 	if (task ~ /^depthwise_conv2d(_nchwc)?:/) return "MobileNet-V2 depthwise"
 	if (task ~ /^conv2d(_nchwc)?:/) return "ResNet-18 conv"
@@ -236,6 +387,7 @@ NR == 1 { next }
 	row++
 	task[row] = $1; thr[row] = $2; st[row] = $3; tk[row] = $4; lib[row] = $5
 	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9; tro[row] = $10; ntr[row] = $11
+	base[row] = $12
 	g = group($1)
 	if ($3 == "ok") {
 		key = g SUBSEP $2
@@ -244,8 +396,16 @@ NR == 1 { next }
 		lr[key] += log($4 / $5); lt[key] += log($4); ll[key] += log($5)
 		lp[key] += log($4 / $7)
 		if (g == "GEMM" && $1 ~ /(^|[:,])m=1024(,|$)/ && $1 ~ /[:,]n=1024(,|$)/ &&
-		    $1 ~ /[:,]k=1024(,|$)/)
+		    $1 ~ /[:,]k=1024(,|$)/) {
 			gemm1024[$2] = $4 / $5
+			if ($2 == 1 && $5 / $7 < 0.6)
+				flag[++nflag] = sprintf("%s, 1 thread: baseline below 60%% of peak " \
+				    "(%.3f): check its configuration", $1, $5 / $7)
+		}
+		if ($5 / $7 > 1 || $4 / $7 > 1)
+			flag[++nflag] = sprintf("%s, %s thread(s): ratio to peak above 1.0 " \
+			    "(tunekit %.3f, library %.3f): a peak-measurement problem", $1, $2,
+			    $4 / $7, $5 / $7)
 	}
 	if (!($2 in seenthr)) { seenthr[$2] = 1; thrs[++nthr] = $2 }
 	if ($8 != "-") tunetot += $8
@@ -255,29 +415,43 @@ END {
 		split(line, f, "\t")
 		if (line ~ /^# FP32 peak: /) peakdesc = substr(line, 14)
 		else if (f[1] ~ /^[0-9]+$/) peaks = peaks sprintf(", %s thread%s %s GFLOPS", f[1],
-		                                                   f[1] > 1 ? "s" : "", f[2])
+		                                                   f[1] > 1 ? "s" : "", f[5])
 	}
+	sub(/, median$/, "", peakdesc)
 	printf "Kernels against the libraries: tunekit (xgb+sa, at least %d trials per workload and\n", trials
 	printf "thread count: the configurations measured, column trials)\n"
-	printf "vs OpenBLAS cblas_sgemm (dense; batch_matmul as a loop of sgemm) and oneDNN (convolutions,\n"
+	printf "vs cblas_sgemm of the BLAS baseline below (dense; batch_matmul as a loop of sgemm) and\n"
+	printf "oneDNN (convolutions,\n"
 	printf "formats chosen by oneDNN, reorders outside the timed region; lib+ro: src/dst reorders timed\n"
 	printf "too; tk+ro: the same for the _nchwc kernels, src blocked and dst unblocked in the\n"
 	printf "timed region, weights blocked beforehand). Median of %d interleaved rounds;\n", rounds
 	printf "GFLOPS = nominal FLOPs / median time.\n"
+	printf "BLAS baseline: the fastest correct of the OpenBLAS core types and BLIS configurations\n"
+	printf "this CPU runs (median of %d interleaved sweeps, each checked against a float64\n", sweeps
+	printf "reference); the variables set only in the benchmark commands.\n"
 	printf "Machine: %s\n", machine
-	printf "FP32 peak: %s (%s)\n\n", substr(peaks, 3), peakdesc
-	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %6s %7s  %s\n", "workload", "thr", "tunekit",
-	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "trials", "tune s",
+	printf "Libraries: %s\n", versions
+	if (envnote != "") printf "Environment (left as it is): %s\n", envnote
+	printf "FP32 peak, the best of its rounds: %s (%s; peak.c on its own). The peak column\n", substr(peaks, 3), peakdesc
+	printf "is the same FMA loop timed in each driver run as one more interleaved side, so that\n"
+	printf "a busy machine slows it as it slows the kernels; its best round.\n\n"
+	printf "%-72s %3s %8s %8s %8s %8s %7s %7s %7s %8s %6s %7s  %s\n", "workload", "thr", "tunekit",
+	       "lib", "tk+ro", "lib+ro", "peak", "tk/lib", "tk/peak", "lib/peak", "trials", "tune s",
 	       "library implementation"
 	for (i = 1; i <= row; i++) {
 		if (st[i] == "ok")
-			printf "%-72s %3s %8.1f %8.1f %8s %8s %7.1f %7.2f %7.3f %6s %7s  %s\n", task[i],
+			printf "%-72s %3s %8.1f %8.1f %8s %8s %7.1f %7.2f %7.3f %8.3f %6s %7s  %s%s\n", task[i],
 			       thr[i], tk[i], lib[i], tro[i] == "-" ? "-" : sprintf("%.1f", tro[i]),
 			       ro[i] == "-" ? "-" : sprintf("%.1f", ro[i]), pk[i],
-			       tk[i] / lib[i], tk[i] / pk[i], ntr[i], ts[i], libname[i]
+			       tk[i] / lib[i], tk[i] / pk[i], lib[i] / pk[i], ntr[i], ts[i], libname[i],
+			       base[i] == "-" || base[i] == "" ? "" : " [" base[i] "]"
 		else
-			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %6s %7s  %s\n", task[i], thr[i],
-			       "-", "-", "-", "-", pk[i], "-", "-", ntr[i], ts[i], toupper(st[i])
+			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %8s %6s %7s  %s\n", task[i], thr[i],
+			       "-", "-", "-", "-", pk[i], "-", "-", "-", ntr[i], ts[i], toupper(st[i])
+	}
+	if (nflag) {
+		printf "\nsanity guards:\n"
+		for (i = 1; i <= nflag; i++) printf "  FLAG: %s\n", flag[i]
 	}
 	printf "\ntuning wall time, all rows: %d s\n", tunetot
 	printf "\n%-28s %3s %3s %8s %8s %7s %7s\n", "geometric means", "thr", "n", "tunekit",

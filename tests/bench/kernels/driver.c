@@ -1,8 +1,11 @@
 /*
  * driver: one workload of `make bench-kernels`. It times a kernel exported
  * by `tunekit export` against the vendor library a user would otherwise
- * call, in one process, on the same inputs: OpenBLAS cblas_sgemm for dense
- * (batch_matmul as a loop of sgemm calls, one per matrix), oneDNN's
+ * call, in one process, on the same inputs: cblas_sgemm for dense
+ * (batch_matmul as a loop of sgemm calls, one per matrix) of OpenBLAS, or
+ * of BLIS when built with -DBLAS_BLIS (kernels.sh builds it against the
+ * faster of the two, and runs it with the OpenBLAS core type that won,
+ * see tests/bench/kernels/blas.c and select.awk), oneDNN's
  * convolution for conv2d and depthwise_conv2d (a grouped convolution with one
  * channel per group). oneDNN chooses its own memory formats (format tag
  * `any`); the reorders of the inputs into its layout and of its output back
@@ -35,7 +38,12 @@
  * that ran before (OpenBLAS's spin for about 2^28 cycles, OpenMP's for less)
  * have gone to sleep and do not steal a core. With THREADS = 1 the process
  * is pinned to the last CPU, as tunekit pins its one-thread measurements.
- * Threads: OpenBLAS by openblas_set_num_threads, oneDNN (built on OpenMP in
+ * One more side, "peak", runs the FMA loop of the FP32 peak (fma.h) on
+ * THREADS OpenMP threads in the same rounds, so that a busy machine slows it
+ * as it slows the kernels: the ratios to it hold on a machine that other
+ * jobs share; its best round is reported, which no kernel can beat.
+ * Threads: OpenBLAS by openblas_set_num_threads (BLIS by
+ * bli_thread_set_num_threads), oneDNN (built on OpenMP in
  * Debian) by omp_set_num_threads, tunekit's kernel by the num_threads()
  * clause it was generated with for --target cpu:threads=N.
  *
@@ -58,7 +66,11 @@
  * library code: a failure prints a message and exits.
  */
 #define _GNU_SOURCE
+#ifdef BLAS_BLIS
+#include <blis.h>
+#else
 #include <cblas.h>
+#endif
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -72,6 +84,8 @@
 #include <unistd.h>
 
 #include <oneapi/dnnl/dnnl.h>
+
+#include "fma.h"
 
 #ifndef KERNEL
 #error "build with -DKERNEL=NAME, the name of an exported tunekit kernel"
@@ -89,7 +103,8 @@ void TK_FN(float *const *bufs, float *ws);
 extern const unsigned long TK_WS;
 
 #define MAXROUNDS 101
-#define MAXSIDES 4
+#define MAXSIDES 5
+#define PEAK_ITERS (1L << 16) /* steps of the FMA loop per call of the peak side */
 
 static void die(const char *fmt, ...)
 {
@@ -460,6 +475,21 @@ static void side_lib_nchw(bench *bk)
 	DNNL(dnnl_stream_wait(bk->strm));
 }
 
+/* The FP32 peak: the FMA loop on every thread; FLOPs per call in peak_flops. */
+static volatile float peak_sink;
+static double peak_flops(int threads)
+{
+	return (double)threads * PEAK_ITERS * CHAINS * LANES * FLOPS_PER_OP;
+}
+
+static void side_peak(bench *bk)
+{
+	float sum = 0;
+#pragma omp parallel num_threads(bk->threads) reduction(+ : sum)
+	sum += fma_loop(PEAK_ITERS);
+	peak_sink = sum;
+}
+
 typedef struct side {
 	const char *name;
 	void (*run)(bench *);
@@ -579,7 +609,11 @@ int main(int argc, char **argv)
 			sched_setaffinity(0, sizeof set, &set);
 		}
 	}
+#ifdef BLAS_BLIS
+	bli_thread_set_num_threads(bk.threads);
+#else
 	openblas_set_num_threads(bk.threads);
+#endif
 	omp_set_num_threads(bk.threads);
 
 	for (int i = 0; i < 2; i++) {
@@ -611,7 +645,14 @@ int main(int argc, char **argv)
 		snprintf(lib, sizeof lib, "oneDNN %d.%d.%d %s", v->major, v->minor, v->patch,
 		         bk.impl);
 	} else {
-		snprintf(lib, sizeof lib, "OpenBLAS %s", openblas_get_corename());
+#ifdef BLAS_BLIS
+		snprintf(lib, sizeof lib, "BLIS %s %s", bli_info_get_version_str(),
+		         bli_arch_string(bli_arch_query_id()));
+#else
+		char ver[64] = "?"; /* "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": the second word */
+		sscanf(openblas_get_config(), "OpenBLAS %63s", ver);
+		snprintf(lib, sizeof lib, "OpenBLAS %s %s", ver, openblas_get_corename());
+#endif
 	}
 
 	/* Check: the kernel against the library on the same inputs. */
@@ -649,8 +690,13 @@ int main(int argc, char **argv)
 		       "(lib+reorder: src and dst reorders timed too)\n",
 		       lib, bk.fmt[0], bk.fmt[1], bk.fmt[2]);
 	} else {
+#ifdef BLAS_BLIS
+		const char *config = "BLIS, threads set by bli_thread_set_num_threads";
+#else
+		const char *config = openblas_get_config();
+#endif
 		printf("# library: %s, cblas_sgemm(RowMajor, NoTrans, NoTrans)%s; %s\n", lib,
-		       t->op == OP_BMM ? " in a loop over the batch" : "", openblas_get_config());
+		       t->op == OP_BMM ? " in a loop over the batch" : "", config);
 	}
 	printf("# check: max |tk - lib| / (2 rtol sum|terms|) = %.3g at element %ld "
 	       "(rtol = 16 eps (1 + sqrt(%g))): %s\n", err, worst, t->red,
@@ -665,8 +711,10 @@ int main(int argc, char **argv)
 	side sides[MAXSIDES] = { { .name = "tunekit", .run = side_tk },
 	                         { .name = "lib", .run = side_lib },
 	                         { .name = "lib+reorder", .run = side_lib_nchw },
-	                         { .name = "tunekit+reorder", .run = side_tk_nchw } };
+	                         { .name = "tunekit+reorder", .run = side_tk_nchw },
+	                         { .name = "peak", .run = side_peak } };
 	int ns = t->cb ? 4 : conv ? 3 : 2;
+	sides[ns++] = sides[MAXSIDES - 1]; /* the peak, last */
 	long pause_us = bk.threads > 1 ? (long)(pause_ms * 1000) : 0;
 	for (int i = 0; i < ns; i++) { /* calls per block */
 		sides[i].ncall = 1;
@@ -687,20 +735,25 @@ int main(int argc, char **argv)
 	printf("# timing: %d rounds interleaved, blocks of >= %g ms after a warm-up call%s, "
 	       "median seconds per call\n", rounds, min_ms,
 	       pause_us ? " and an idle pause" : "");
+	double peak_best = 0;
 	for (int i = 0; i < ns; i++) {
 		side *s = &sides[i];
 		double lo = s->t[0], hi = s->t[0];
+		double flops = s->run == side_peak ? peak_flops(bk.threads) : t->flops;
 		for (int r = 1; r < rounds; r++) {
 			lo = s->t[r] < lo ? s->t[r] : lo;
 			hi = s->t[r] > hi ? s->t[r] : hi;
 		}
 		s->med = median(s->t, rounds);
+		if (s->run == side_peak)
+			peak_best = flops / lo * 1e-9;
 		printf("# %-15s %10.4f ms  %8.2f GFLOPS  (min %.4f, max %.4f ms, %ld calls/block)\n",
-		       s->name, s->med * 1e3, t->flops / s->med * 1e-9, lo * 1e3, hi * 1e3,
+		       s->name, s->med * 1e3, flops / s->med * 1e-9, lo * 1e3, hi * 1e3,
 		       s->ncall);
 	}
+	printf("# peak: %s, %d chains, best round %.2f GFLOPS\n", ISA, CHAINS, peak_best);
 	printf("task\tthreads\tflops\ttk_s\tlib_s\tlib_reorder_s\ttk_gflops\tlib_gflops\t"
-	       "check\tlibrary\ttk_reorder_s\n");
+	       "check\tlibrary\ttk_reorder_s\tpeak_gflops\n");
 	printf("%s\t%d\t%.0f\t%.6g\t%.6g\t", argv[optind], bk.threads, t->flops, sides[0].med,
 	       sides[1].med);
 	if (conv)
@@ -710,8 +763,9 @@ int main(int argc, char **argv)
 	printf("\t%.2f\t%.2f\t%.3g\t%s\t", t->flops / sides[0].med * 1e-9,
 	       t->flops / sides[1].med * 1e-9, err, lib);
 	if (t->cb)
-		printf("%.6g\n", sides[3].med);
+		printf("%.6g", sides[3].med);
 	else
-		printf("-\n");
+		printf("-");
+	printf("\t%.2f\n", peak_best);
 	return 0;
 }

@@ -1,0 +1,430 @@
+/*
+ * check: the regression gate (see check.h): the best configuration of each
+ * task in two stores on the same hardware, the ratio of their latencies with
+ * a bootstrap interval from the repeats, and a verdict.
+ */
+#include "check.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_check.h"
+#include "util/util.h"
+
+const char *rp_check_verdict_name(int verdict)
+{
+	assert(verdict >= RP_UNCHANGED && verdict <= RP_SLOWER);
+	return verdict == RP_SLOWER ? "slower" : verdict == RP_IMPROVED ? "improved" : "unchanged";
+}
+
+int rp_check_verdict(double lo, double hi, double t)
+{
+	assert(t >= 0 && lo <= hi);
+	if (lo > 1 + t)
+		return RP_SLOWER;
+	if (hi < 1 / (1 + t))
+		return RP_IMPROVED;
+	return RP_UNCHANGED;
+}
+
+/* ---- the bootstrap --------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of a[0..n), n >= 1; sorts a. */
+static double median_sort(double *a, int n)
+{
+	qsort(a, (size_t)n, sizeof *a, cmp_double);
+	return n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+}
+
+/* Median of a resample of aX[0..n) with replacement, using aTmp[n]. */
+static double resample_median(const double *aX, int n, double *aTmp, tk_rng *rng)
+{
+	for (int i = 0; i < n; i++)
+		aTmp[i] = aX[tk_rng_below(rng, (uint32_t)n)];
+	return median_sort(aTmp, n);
+}
+
+int rp_check_ratio(const double *aCur, int nCur, const double *aBase, int nBase, int nBoot,
+                   uint64_t seed, double *ratio, double *lo, double *hi)
+{
+	int nMax = nCur > nBase ? nCur : nBase;
+	double *aTmp, *aRatio;
+	tk_rng rng;
+
+	assert(aCur && aBase && nCur >= 1 && nBase >= 1 && nBoot >= 1);
+	aTmp = malloc((size_t)nMax * sizeof *aTmp);
+	aRatio = malloc((size_t)nBoot * sizeof *aRatio);
+	if (!aTmp || !aRatio) {
+		free(aTmp);
+		free(aRatio);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	memcpy(aTmp, aCur, (size_t)nCur * sizeof *aTmp);
+	double cur = median_sort(aTmp, nCur);
+	memcpy(aTmp, aBase, (size_t)nBase * sizeof *aTmp);
+	*ratio = cur / median_sort(aTmp, nBase);
+	tk_rng_seed(&rng, seed, 28);
+	for (int b = 0; b < nBoot; b++) {
+		double c = resample_median(aCur, nCur, aTmp, &rng);
+		aRatio[b] = c / resample_median(aBase, nBase, aTmp, &rng);
+	}
+	qsort(aRatio, (size_t)nBoot, sizeof *aRatio, cmp_double);
+	*lo = aRatio[(int)floor(0.025 * (nBoot - 1))];
+	*hi = aRatio[(int)ceil(0.975 * (nBoot - 1))];
+	free(aTmp);
+	free(aRatio);
+	return TK_OK;
+}
+
+/* ---- samples from the stores --------------------------------------------- */
+
+typedef struct sample {
+	int n, cap;
+	double *a;
+	int oom;
+} sample;
+
+static int sample_push(sample *s, double x)
+{
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 16;
+		double *a = realloc(s->a, (size_t)cap * sizeof *a);
+		if (!a)
+			return s->oom = 1;
+		s->a = a;
+		s->cap = cap;
+	}
+	s->a[s->n++] = x;
+	return 0;
+}
+
+/* One measurement into the sample: its repeats scaled to its median. */
+static int sample_add(void *p, const store_sample *m)
+{
+	sample *s = p;
+	double *aTmp, med;
+	if (m->ntimes <= 0)
+		return sample_push(s, m->median);
+	if (!(aTmp = malloc((size_t)m->ntimes * sizeof *aTmp)))
+		return s->oom = 1;
+	memcpy(aTmp, m->times, (size_t)m->ntimes * sizeof *aTmp);
+	med = median_sort(aTmp, m->ntimes);
+	free(aTmp);
+	for (int i = 0; i < m->ntimes; i++)
+		if (sample_push(s, med > 0 ? m->times[i] * (m->median / med) : m->median))
+			return 1;
+	return 0;
+}
+
+static int sample_load(tk_store *st, int64_t config_id, int64_t hw_id, sample *s)
+{
+	memset(s, 0, sizeof *s);
+	int rc = store_check_samples(st, config_id, hw_id, sample_add, s);
+	if (s->oom)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	return rc;
+}
+
+/* ---- best configurations per task ---------------------------------------- */
+
+typedef struct best {
+	char *task, *config;
+	int64_t config_id;
+} best;
+
+typedef struct best_list {
+	int n, cap, oom;
+	best *a;
+} best_list;
+
+static int best_add(void *p, const store_rec *r)
+{
+	best_list *l = p;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 16;
+		best *a = realloc(l->a, (size_t)cap * sizeof *a);
+		if (!a)
+			return l->oom = 1;
+		l->a = a;
+		l->cap = cap;
+	}
+	best *b = &l->a[l->n];
+	b->task = strdup(r->task);
+	b->config = strdup(r->config);
+	b->config_id = r->config_id;
+	if (!b->task || !b->config) {
+		free(b->task);
+		free(b->config);
+		return l->oom = 1;
+	}
+	l->n++;
+	return 0;
+}
+
+static void best_clear(best_list *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		free(l->a[i].task);
+		free(l->a[i].config);
+	}
+	free(l->a);
+	memset(l, 0, sizeof *l);
+}
+
+static int best_load(tk_store *s, int64_t hw_id, best_list *l)
+{
+	memset(l, 0, sizeof *l);
+	int rc = store_best(s, hw_id, best_add, l);
+	if (l->oom)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	return rc;
+}
+
+/* ---- hardware --------------------------------------------------------------- */
+
+typedef struct hw_list {
+	int n, cap, oom;
+	int64_t *aId;
+	char **aKey;
+} hw_list;
+
+static int hw_add(void *p, const store_hwinfo *h)
+{
+	hw_list *l = p;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 8;
+		int64_t *aId = realloc(l->aId, (size_t)cap * sizeof *aId);
+		if (aId)
+			l->aId = aId;
+		char **aKey = realloc(l->aKey, (size_t)cap * sizeof *aKey);
+		if (aKey)
+			l->aKey = aKey;
+		if (!aId || !aKey)
+			return l->oom = 1;
+		l->cap = cap;
+	}
+	if (!(l->aKey[l->n] = strdup(h->key)))
+		return l->oom = 1;
+	l->aId[l->n++] = h->id;
+	return 0;
+}
+
+static void hw_clear(hw_list *l)
+{
+	for (int i = 0; i < l->n; i++)
+		free(l->aKey[i]);
+	free(l->aId);
+	free(l->aKey);
+	memset(l, 0, sizeof *l);
+}
+
+static int hw_load(tk_store *s, hw_list *l)
+{
+	memset(l, 0, sizeof *l);
+	int rc = store_check_hardware(s, hw_add, l);
+	if (l->oom)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	return rc;
+}
+
+/* The index of key in l, or -1. */
+static int hw_find(const hw_list *l, const char *key)
+{
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->aKey[i], key))
+			return i;
+	return -1;
+}
+
+/* The index of hardware id in l, or -1. */
+static int hw_index(const hw_list *l, int64_t id)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->aId[i] == id)
+			return i;
+	return -1;
+}
+
+/* "key; key" of every hardware in l (or "none") into sb. */
+static void hw_names(tk_sb *sb, const hw_list *l)
+{
+	if (!l->n)
+		tk_sb_puts(sb, "none");
+	for (int i = 0; i < l->n; i++)
+		tk_sb_printf(sb, "%s%s", i ? "; " : "", l->aKey[i]);
+}
+
+/* ---- the comparison ----------------------------------------------------------- */
+
+static int row_add(rp_check *c, int *cap, const best *bc, const best *bb, int64_t hw_id)
+{
+	if (c->nrow == *cap) {
+		int n = *cap ? 2 * *cap : 16;
+		rp_check_row *a = realloc(c->row, (size_t)n * sizeof *a);
+		if (!a)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		c->row = a;
+		*cap = n;
+	}
+	rp_check_row *r = &c->row[c->nrow];
+	memset(r, 0, sizeof *r);
+	r->task = strdup(bc->task);
+	r->config = strdup(bc->config);
+	r->base_config = strdup(bb->config);
+	r->hardware_id = hw_id;
+	c->nrow++; /* owned by c from here: rp_check_free frees the strings */
+	if (!r->task || !r->config || !r->base_config)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	return TK_OK;
+}
+
+/* Compare the tasks of hardware cur_hw in cur and base_hw in base. */
+static int compare_hw(rp_check *c, int *cap, tk_store *cur, int64_t cur_hw, tk_store *base,
+                      int64_t base_hw, uint64_t seed)
+{
+	best_list lc, lb;
+	int rc;
+	memset(&lb, 0, sizeof lb);
+	if ((rc = best_load(cur, cur_hw, &lc)) || (rc = best_load(base, base_hw, &lb))) {
+		best_clear(&lc);
+		best_clear(&lb);
+		return rc;
+	}
+	/* both lists are sorted by task key (store_best's order): merge them */
+	int i = 0, j = 0;
+	while (!rc && (i < lc.n || j < lb.n)) {
+		int d = i == lc.n ? 1 : j == lb.n ? -1 : strcmp(lc.a[i].task, lb.a[j].task);
+		if (d < 0) {
+			c->nonly_cur++;
+			i++;
+			continue;
+		}
+		if (d > 0) {
+			c->nonly_base++;
+			j++;
+			continue;
+		}
+		sample sc, sb;
+		if ((rc = row_add(c, cap, &lc.a[i], &lb.a[j], cur_hw)))
+			break;
+		rp_check_row *r = &c->row[c->nrow - 1];
+		rc = sample_load(cur, lc.a[i].config_id, cur_hw, &sc);
+		if (!rc && !(rc = sample_load(base, lb.a[j].config_id, base_hw, &sb))) {
+			if (sc.n && sb.n) {
+				r->ncur = sc.n;
+				r->nbase = sb.n;
+				rc = rp_check_ratio(sc.a, sc.n, sb.a, sb.n, RP_CHECK_NBOOT,
+				                    seed + (uint64_t)c->nrow, &r->ratio, &r->lo, &r->hi);
+				if (!rc) {
+					r->cur = median_sort(sc.a, sc.n);
+					r->base = median_sort(sb.a, sb.n);
+					r->verdict = rp_check_verdict(r->lo, r->hi, c->threshold);
+					c->count[r->verdict]++;
+				}
+			} else {
+				/* store_best found a valid record, so samples cannot be empty */
+				rc = tk_seterr(TK_ECORRUPT, "%s: no valid measurements of its best"
+				               " configuration", r->task);
+			}
+			free(sb.a);
+		}
+		free(sc.a);
+		i++;
+		j++;
+	}
+	best_clear(&lc);
+	best_clear(&lb);
+	return rc;
+}
+
+int rp_check_build(tk_store *cur, tk_store *base, int64_t hardware_id, double t,
+                   uint64_t seed, rp_check **out)
+{
+	hw_list hc, hb;
+	rp_check *c;
+	tk_sb sb;
+	int rc, cap = 0;
+
+	assert(cur && base && out && t >= 0);
+	*out = NULL;
+	memset(&hb, 0, sizeof hb);
+	tk_sb_init(&sb);
+	if (!(c = calloc(1, sizeof *c)))
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	c->threshold = t;
+	if ((rc = hw_load(cur, &hc)) || (rc = hw_load(base, &hb)))
+		goto done;
+	if (hardware_id && hw_index(&hc, hardware_id) < 0) {
+		rc = tk_seterr(TK_ENOTFOUND, "the current store has no valid measurement on"
+		               " hardware %lld", (long long)hardware_id);
+		goto done;
+	}
+	for (int i = 0; i < hc.n && !rc; i++) {
+		int k = hw_find(&hb, hc.aKey[i]);
+		if ((hardware_id && hc.aId[i] != hardware_id) || k < 0)
+			continue;
+		c->nhw++;
+		tk_sb_printf(&sb, "%s\n", hc.aKey[i]);
+		rc = compare_hw(c, &cap, cur, hc.aId[i], base, hb.aId[k], seed);
+	}
+	if (rc)
+		goto done;
+	if (!c->nhw) {
+		tk_sb msg;
+		tk_sb_init(&msg);
+		tk_sb_puts(&msg, "the stores measured on different hardware, which never compares: ");
+		tk_sb_puts(&msg, "current: ");
+		if (hardware_id) /* only the hardware asked for */
+			tk_sb_printf(&msg, "%s (hardware %lld)",
+			             hc.aKey[hw_index(&hc, hardware_id)], (long long)hardware_id);
+		else
+			hw_names(&msg, &hc);
+		tk_sb_puts(&msg, "; baseline: ");
+		hw_names(&msg, &hb);
+		rc = tk_seterr(TK_EINVAL, "%s", msg.s ? msg.s : "out of memory");
+		tk_sb_free(&msg);
+		goto done;
+	}
+	if (!c->nrow) {
+		rc = tk_seterr(TK_EINVAL, "no task has a best configuration in both stores on the"
+		               " same hardware: nothing to check");
+		goto done;
+	}
+	if (sb.oom) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	c->hw_keys = sb.s;
+	sb.s = NULL;
+done:
+	hw_clear(&hc);
+	hw_clear(&hb);
+	tk_sb_free(&sb);
+	if (rc)
+		rp_check_free(c);
+	else
+		*out = c;
+	return rc;
+}
+
+void rp_check_free(rp_check *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nrow; i++) {
+		free(c->row[i].task);
+		free(c->row[i].config);
+		free(c->row[i].base_config);
+	}
+	free(c->row);
+	free(c->hw_keys);
+	free(c);
+}

@@ -1,0 +1,140 @@
+#!/bin/sh
+# report check, the regression gate, and examples/ci-benchmark.sh, the job a
+# user copies: re-measured kernels pass, a planted 20% regression fails.
+. "$(dirname "$0")/lib.sh"
+
+CI=$TOP/examples/ci-benchmark.sh
+TASKS='--task dense:m=64,n=64,k=64 --task conv2d:c=8,h=14,w=14,k=8,pad=1'
+
+# The release store: a few configurations of two tasks, measured as the job
+# measures (20 repeats of at least 50 ms: a sample of the noise).
+test_expect_success 'setup: the store of the last release' '
+	tunekit measure -q --db release.db $TASKS --naive --sample 3 \
+		--repeat 20 --min-repeat-ms 50 >/dev/null &&
+	tunekit report --db release.db best >best &&
+	test "$(tsv_count best)" -eq 2
+'
+
+# Latencies times f (median, mean, std: the repeats follow the median, see
+# tunekit-report(1)) in a copy of store $1 as $2.
+scaled() {
+	cp "$1" "$2" &&
+	sqlite3 "$2" "UPDATE measurement SET median = median * $3, mean = mean * $3, std = std * $3"
+}
+
+test_expect_success 'a store against itself: every task unchanged, ratio 1, exit 0' '
+	tunekit report --db release.db --format tsv check --baseline release.db >out &&
+	test "$(tsv_count out)" -eq 2 &&
+	awk -F"\t" "NR > 1 && (\$3 != \"unchanged\" || \$4 != \"1.000\") { exit 1 }" out
+'
+
+# Timings are only as steady as the machine: make test runs beside other
+# jobs that measure on the same CPU, and a busy minute can slow everything
+# the job measures beyond any threshold. A pass in one of three attempts
+# shows the job passes unchanged kernels; three failures fail the test.
+test_expect_success 'the job re-measures the best configurations and passes' '
+	for i in 1 2 3; do
+		TUNEKIT=$TUNEKIT_BIN sh "$CI" release.db ci >log 2>err && break
+		cat err
+	done &&
+	! grep -q slower log &&
+	grep -q "<testsuites name=\"tunekit report check\" tests=\"2\" failures=\"0\">" ci/check.xml &&
+	test "$(grep -c "<testcase " ci/check.xml)" -eq 2 &&
+	! grep -q "<failure" ci/check.xml
+'
+
+test_expect_success 'with the release binary the job measures both sides in one session' '
+	for i in 1 2 3; do
+		RELEASE_TUNEKIT=$TUNEKIT_BIN TUNEKIT=$TUNEKIT_BIN ROUNDS=2 \
+			sh "$CI" release.db ci4 >log 2>err && break
+		cat err
+	done &&
+	! grep -q slower log &&
+	grep -q "tests=\"2\" failures=\"0\"" ci4/check.xml &&
+	test "$(sqlite3 ci4/release-now.db "SELECT count(*) FROM measurement WHERE valid")" -eq 4 &&
+	test "$(sqlite3 ci4/nightly.db "SELECT count(*) FROM measurement WHERE valid")" -eq 4
+'
+
+# A planted regression: the job's measurements made 20% slower. Whether the
+# gate can see 20% depends on the spread of the repeats; on a machine so busy
+# that they spread wider, the gate rightly says unchanged, so the test takes
+# up to three fresh measurements (a gate that never says slower fails all).
+planted() {
+	rm -f now.db &&
+	tunekit report --db release.db best |
+		tunekit measure -q --db now.db --config - --repeat 20 --min-repeat-ms 50 >/dev/null &&
+	scaled now.db slow.db 1.2 &&
+	test_expect_code 1 tunekit report --db slow.db --format tsv check --baseline now.db >out 2>err &&
+	test "$(awk -F"\t" "\$3 == \"slower\"" out | wc -l)" -eq 2 &&
+	grep -q "slower: dense:k=64,m=64,n=64" err &&
+	awk -F"\t" "NR > 1 { if (\$4 < 1.19 || \$4 > 1.21 || \$5 <= 1.05) exit 1 }" out
+}
+test_expect_success 'a planted 20% regression fails the gate: exit 1, named on stderr' '
+	planted || planted || planted
+'
+
+# The job's own failure, on a regression far beyond the machine's noise
+# (the 20% regression above is planted on the job's own measurements).
+test_expect_success 'the job fails on a release 5 times as fast as the kernels now' '
+	scaled release.db fast-release.db 0.2 &&
+	test_expect_code 1 env TUNEKIT=$TUNEKIT_BIN sh "$CI" fast-release.db ci2 >log 2>err &&
+	grep -q "slower: " err &&
+	grep -q "<testsuites name=\"tunekit report check\" tests=\"2\" failures=\"2\">" ci2/check.xml &&
+	test "$(grep -c "<failure type=\"regression\"" ci2/check.xml)" -eq 2
+'
+
+test_expect_success 'a regression within the threshold, or inside the noise, is not slower' '
+	scaled now.db slow.db 1.2 &&
+	tunekit report --db slow.db --format tsv check --baseline now.db --threshold 30 >out &&
+	! grep -q slower out &&
+	scaled now.db close.db 1.02 &&
+	tunekit report --db close.db --format tsv check --baseline now.db >out &&
+	! grep -q slower out
+'
+
+test_expect_success 'an improvement is reported as improved and passes' '
+	scaled now.db faster.db 0.75 &&
+	tunekit report --db faster.db --format json check --baseline now.db >out &&
+	test "$(grep -o "\"verdict\": *\"improved\"" out | wc -l)" -eq 2
+'
+
+test_expect_success 'stores from different hardware do not compare: exit 2, both named' '
+	cp ci/nightly.db other.db &&
+	sqlite3 other.db "UPDATE hardware SET key = key || \"|elsewhere\"" &&
+	test_expect_code 2 tunekit report --db other.db check --baseline release.db 2>err &&
+	grep -q "different hardware" err && grep -q "elsewhere" err
+'
+
+test_expect_success '--hardware picks this store'"'"'s hardware; one without records is exit 2' '
+	hw=$(tsv_col best hw) &&
+	tunekit report --db ci/nightly.db --format tsv --hardware "$hw" check --baseline release.db >out &&
+	test "$(tsv_count out)" -eq 2 &&
+	test_expect_code 2 tunekit report --db ci/nightly.db --hardware 99 check --baseline release.db 2>err &&
+	grep -q "hardware 99" err
+'
+
+test_expect_success 'a damaged times BLOB in the baseline is exit 3, not a crash' '
+	cp release.db damaged.db &&
+	sqlite3 damaged.db "UPDATE measurement SET times = X'"'"'00010203'"'"'" &&
+	test_expect_code 3 tunekit report --db ci/nightly.db check --baseline damaged.db 2>err &&
+	grep -q "damaged times" err
+'
+
+test_expect_success 'bad command lines exit 2; a missing baseline exits 3' '
+	test_expect_code 2 tunekit report --db release.db check 2>err && grep -q "needs --baseline" err &&
+	test_expect_code 2 tunekit report --db release.db check --baseline release.db --threshold -1 &&
+	test_expect_code 2 tunekit report --db release.db check --baseline release.db --threshold x &&
+	test_expect_code 2 tunekit report --db release.db --format junit best 2>err &&
+	grep -q "junit applies to report check" err &&
+	test_expect_code 2 tunekit report --db release.db --baseline release.db best &&
+	test_expect_code 2 tunekit report --db release.db --threshold 5 runs &&
+	test_expect_code 3 tunekit report --db release.db check --baseline missing.db &&
+	test ! -e missing.db
+'
+
+test_expect_success 'the job needs its release store' '
+	test_expect_code 2 sh "$CI" &&
+	test_must_fail env TUNEKIT=$TUNEKIT_BIN sh "$CI" missing.db ci3 2>err
+'
+
+test_done
