@@ -100,6 +100,23 @@ test_expect_success 'report runs lists every run with its trials' '
 	test -z "$(tsv_col runs search_s)"
 '
 
+test_expect_success 'report runs splits the time of a measure run' '
+	tunekit measure -q --task $DENSE --task $CONV --sample 3 --repeat 1 >/dev/null &&
+	tunekit report runs >runs &&
+	n=$(tsv_count runs) && n=$((n + 1)) &&
+	for col in compile_s run_s codegen_s ref_s store_s cache_hits; do
+		test -n "$(tsv_col runs $col $n)" || exit 1
+	done &&
+	test -z "$(tsv_col runs search_s $n)" &&
+	awk -v c="$(tsv_col runs compile_s $n)" -v r="$(tsv_col runs run_s $n)" \
+		-v g="$(tsv_col runs codegen_s $n)" -v f="$(tsv_col runs ref_s $n)" \
+		-v s="$(tsv_col runs store_s $n)" -v w="$(tsv_col runs seconds $n)" \
+		"BEGIN { exit !(c > 0 && r > 0 && f >= 0 && f <= r && g > 0 && s > 0 &&
+		                c + r + g + s <= w + 0.1) }" &&
+	test "$(sql "SELECT sum(value) FROM run_log WHERE key LIKE '\''kernels:%'\''
+	             AND run_id = (SELECT max(id) FROM run)")" = 6.0
+'
+
 test_expect_success 'report runs splits the time of a tune run' '
 	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 24 --plan-size 8 --repeat 1 >/dev/null &&
 	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 8 --model none --search random \

@@ -24,6 +24,9 @@ typedef struct ms_time {
 	double codegen_s;  /* configurations to C source (schedule, lowering, emitting) */
 	double compile_s;  /* the builds, parallel, cache lookups included */
 	double run_s;      /* the reference (once per task) and the runs: check and timing */
+	double ref_s;      /* the part of run_s that computing the inputs and the reference
+	                      added: it runs beside the first batch's compilers, and only
+	                      its time beyond theirs is counted */
 	int64_t compiled;  /* kernels compiled (or tried: errors and timeouts count) */
 	int64_t cached;    /* kernels found in the build cache */
 } ms_time;
