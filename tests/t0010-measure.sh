@@ -117,6 +117,38 @@ test_expect_success 'report runs splits the time of a measure run' '
 	             AND run_id = (SELECT max(id) FROM run)")" = 6.0
 '
 
+test_expect_success 'the reference is cached per task and inputs, checked when read' '
+	mkdir -m 700 rc &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 >o1 &&
+	ls rc/ref/*.ref >refs && test $(wc -l <refs) -eq 1 &&
+	cp "$(cat refs)" ref.1 &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 --seed 7 >o2 &&
+	test $(ls rc/ref/*.ref | wc -l) -eq 2 &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 >o3 &&
+	test $(ls rc/ref/*.ref | wc -l) -eq 2 &&
+	cmp "$(cat refs)" ref.1 &&
+	test "$(awk -F"\t" "FNR > 1 && \$7 != 1" o1 o2 o3 | wc -l)" -eq 0 &&
+	# a damaged entry is not believed: it is computed and written again
+	printf "\377" | dd of="$(cat refs)" bs=1 seek=100 conv=notrunc 2>/dev/null &&
+	! cmp -s "$(cat refs)" ref.1 &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 >o4 &&
+	test "$(awk -F"\t" "NR > 1 && \$7 != 1" o4 | wc -l)" -eq 0 &&
+	cmp "$(cat refs)" ref.1 &&
+	test "$(stat -c %a rc/ref)" = 700 &&
+	tunekit cache --cache-dir rc >info && test "$(tsv_col info entries)" -eq "$(ls rc/*.so | wc -l)"
+'
+
+test_expect_success 'the adaptive compile limit: --build-adapt, TUNEKIT_BUILD_ADAPT' '
+	test_must_fail tunekit measure -q --task $DENSE --naive --build-adapt -1 2>err &&
+	grep -q "out of range" err &&
+	(TUNEKIT_BUILD_ADAPT=x && export TUNEKIT_BUILD_ADAPT &&
+	 test_must_fail tunekit measure -q --task $DENSE --naive 2>err &&
+	 grep -q TUNEKIT_BUILD_ADAPT err &&
+	 tunekit measure -q --task $DENSE --naive --build-adapt 3 >/dev/null) &&
+	tunekit measure --help >help &&
+	grep -q -- --build-adapt help
+'
+
 test_expect_success 'report runs splits the time of a tune run' '
 	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 24 --plan-size 8 --repeat 1 >/dev/null &&
 	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 8 --model none --search random \
