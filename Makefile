@@ -10,6 +10,7 @@
 #   make bench      benchmarks (not in CI)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
+#   make bench-measure  configurations measured per minute, against a baseline
 #   make install    install to $(DESTDIR)$(PREFIX)
 
 PREFIX ?= /usr/local
@@ -29,7 +30,7 @@ CPPFLAGS += -Ilib
 PKGS = sqlite3 zlib jansson xgboost
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost)
-LDLIBS += $(PKG_LIBS) -ldl -lm
+LDLIBS += $(PKG_LIBS) -lpthread -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
 # sqlite3 (the shell), mandoc and bsdextrautils (col) are for the tests.
@@ -196,6 +197,24 @@ bench-kernels: tunekit
 	BENCH_DB='$(BENCH_DB)' BENCH_TRANSFER='$(BENCH_TRANSFER)' WORKLOADS='$(WORKLOADS)' \
 	CC='$(CC)' sh tests/bench/kernels.sh ./tunekit $(BUILD)/bench/kernels
 
+# Measurement throughput (issue 29): configurations per minute of measure on
+# a fixed task mix from an empty compile cache, this build against a
+# baseline built from MEASURE_BASE (default: where this branch left main) in
+# a git worktree under $(BUILD), interleaved, medians of MEASURE_ROUNDS.
+MEASURE_BASE ?= $(shell git merge-base HEAD main 2>/dev/null || echo HEAD)
+MEASURE_ROUNDS ?= 3
+MEASURE_SAMPLE ?= 8
+MEASURE_BASEDIR = $(BUILD)/bench/measure/base
+bench-measure: tunekit
+	@rev=$$(git rev-parse '$(MEASURE_BASE)') && \
+	if [ "$$(git -C $(MEASURE_BASEDIR) rev-parse HEAD 2>/dev/null)" != "$$rev" ]; then \
+		git worktree remove --force $(MEASURE_BASEDIR) 2>/dev/null; rm -rf $(MEASURE_BASEDIR); \
+		git worktree prune && git worktree add --detach $(MEASURE_BASEDIR) $$rev; \
+	fi
+	$(MAKE) -C $(MEASURE_BASEDIR) tunekit
+	sh tests/bench/measure.sh ./tunekit $(MEASURE_BASEDIR)/tunekit $(BUILD)/bench/measure \
+		$(MEASURE_ROUNDS) $(MEASURE_SAMPLE)
+
 bench-deps:
 	apt-get update -qq
 	apt-get install -y --no-install-recommends $(BENCH_DEBIAN_PACKAGES)
@@ -213,6 +232,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo bench bench-adatune bench-kernels bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo bench bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

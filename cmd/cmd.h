@@ -60,7 +60,7 @@ typedef struct common_opts {
 typedef struct ms_cli {
 	const char *cache_dir, *evaluator, *measure_lock;
 	int64_t number, repeat, warmup, microbatch;  /* INT64_MIN: unset */
-	double min_repeat_ms, timeout, build_timeout, cv; /* NAN: unset */
+	double min_repeat_ms, timeout, build_timeout, build_adapt, cv; /* NAN: unset */
 	int flush;
 } ms_cli;
 
@@ -75,6 +75,7 @@ typedef struct ms_cli {
 	{ OPT_INT, "microbatch", 0, &(m).microbatch, "N", "adaptive: calls per micro-batch (50)" }, \
 	{ OPT_DOUBLE, "timeout", 0, &(m).timeout, "S", "limit of one kernel run in seconds (default 10)" }, \
 	{ OPT_DOUBLE, "build-timeout", 0, &(m).build_timeout, "S", "limit of one compilation in seconds" }, \
+	{ OPT_DOUBLE, "build-adapt", 0, &(m).build_adapt, "X", "stop a compilation past X times its batch's median, at least 5 s (default 5; 0: never)" }, \
 	{ OPT_STRING, "cache-dir", 0, &(m).cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" }, \
 	{ OPT_STRING, "measure-lock", 0, &(m).measure_lock, "PATH", "time kernels holding this lock file, or none (default: one per user)" }
 
@@ -82,7 +83,8 @@ struct ms_opts;
 struct tk_ctx;
 void ms_cli_init(ms_cli *m);
 /* Apply the options that were given over *mo, with the environment's
- * TUNEKIT_MEASURE_LOCK (under --measure-lock) and TUNEKIT_CACHE_MAX, and
+ * TUNEKIT_MEASURE_LOCK (under --measure-lock), TUNEKIT_CACHE_MAX and
+ * TUNEKIT_BUILD_ADAPT (under --build-adapt), and
  * show waits for the measurement lock as progress. Returns 0, or the exit
  * status after a one-line error when a value is out of range. */
 int ms_cli_apply(struct tk_ctx *ctx, const ms_cli *m, struct ms_opts *mo);

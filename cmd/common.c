@@ -404,7 +404,7 @@ void ms_cli_init(ms_cli *m)
 {
 	memset(m, 0, sizeof *m);
 	m->number = m->repeat = m->warmup = m->microbatch = INT64_MIN;
-	m->min_repeat_ms = m->timeout = m->build_timeout = m->cv = NAN;
+	m->min_repeat_ms = m->timeout = m->build_timeout = m->build_adapt = m->cv = NAN;
 }
 
 /* Shows a wait for the measurement lock on a terminal; stops it when
@@ -436,6 +436,15 @@ int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 	mo->lock = mo->nolock ? NULL : lock;
 	mo->wait = lock_wait;
 	mo->wait_ctx = ctx;
+	const char *adapt = getenv("TUNEKIT_BUILD_ADAPT");
+	if (adapt && *adapt && isnan(m->build_adapt)) {
+		char *end;
+		double v = strtod(adapt, &end);
+		if (*end || !(v >= 0))
+			return tk_fail(ctx, TK_EINVAL, "TUNEKIT_BUILD_ADAPT: a number >= 0, not '%s'",
+			               adapt);
+		mo->build_adapt = v;
+	}
 	if (max && *max) {
 		int64_t v = 0;
 		if (build_parse_size(max, &v))
@@ -458,10 +467,11 @@ int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 	if (!isnan(m->min_repeat_ms)) r->min_repeat_ms = m->min_repeat_ms;
 	if (!isnan(m->timeout)) r->timeout_s = m->timeout;
 	if (!isnan(m->build_timeout)) mo->build_timeout = m->build_timeout;
+	if (!isnan(m->build_adapt)) mo->build_adapt = m->build_adapt;
 	if (!isnan(m->cv)) r->cv = m->cv;
 	if (r->number < 0 || r->repeat < 1 || r->repeat > RUN_MAXREPEAT || r->warmup < 0 ||
 	    r->microbatch < 1 || !(r->min_repeat_ms >= 0) || !(r->timeout_s > 0) ||
-	    !(mo->build_timeout > 0) || !(r->cv >= 0))
+	    !(mo->build_timeout > 0) || !(mo->build_adapt >= 0) || !(r->cv >= 0))
 		return tk_fail(ctx, TK_EINVAL, "measurement option out of range (see '%s --help')",
 		               ctx->prog);
 	return 0;

@@ -9,6 +9,7 @@
 #include "codegen/kernel.h"
 #include "measure/measure.h"
 #include "record/record.h"
+#include "store/store_tuning.h"
 #include "task/network.h"
 
 static const char *const usage[] = {
@@ -208,6 +209,32 @@ static void stream_row(table *tb, FILE *f, int64_t id, const rec_session *s, int
 			fprintf(f, "%s%c", cells[c], c == ArraySize(cells) - 1 ? '\n' : '\t');
 }
 
+/* Where the run's time went, in run_log as tune logs it (round: the
+ * records stored), so that report runs splits a measure run too:
+ * seconds:run includes seconds:reference, as ms_time's run_s does. */
+static int log_time(rec_session *s, const work *w, double store_s)
+{
+	static const char *const key[] = { "seconds:codegen", "seconds:compile", "seconds:run",
+	                                   "seconds:reference", "seconds:store", "kernels:compiled",
+	                                   "kernels:cached" };
+	double v[ArraySize(key)] = { 0, 0, 0, 0, store_s, 0, 0 };
+	for (int i = 0; i < w->n; i++) {
+		const ms_time *t = &w->job[i].t->time;
+		v[0] += t->codegen_s;
+		v[1] += t->compile_s;
+		v[2] += t->run_s;
+		v[3] += t->ref_s;
+		v[5] += (double)t->compiled;
+		v[6] += (double)t->cached;
+	}
+	for (int i = 0; i < ArraySize(key); i++) {
+		int rc = store_run_log(s->store, s->run_id, s->trial, key[i], v[i]);
+		if (rc)
+			return rc;
+	}
+	return TK_OK;
+}
+
 static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 {
 	tk_store *st;
@@ -234,6 +261,7 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 		fflush(stdout);
 	}
 	int status = EXIT_OK;
+	double store_s = 0;
 	for (int ji = 0; ji < w->n && !status; ji++) {
 		job *j = &w->job[ji];
 		int64_t task_id;
@@ -255,7 +283,9 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 				rc = tk_seterr(TK_ENOMEM, "out of memory");
 			else if (!(rc = ms_measure(j->t, tg, &mo, &j->cfg[b], n, r))) {
 				int trial0 = s.trial;
+				double t0 = tk_now();
 				rc = rec_batch(&s, task_id, r, n, ids);
+				store_s += tk_now() - t0;
 				for (int i = 0; !rc && i < n; i++) {
 					stream_row(tb, stdout, ids[i], &s, trial0 + i, j->task, &r[i], j->t->prog->flops);
 					if (r[i].error == MEAS_OK) {
@@ -291,6 +321,9 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 		}
 		free(best_cfg);
 	}
+	/* after an interruption too: the split of what was stored */
+	if ((rc = log_time(&s, w, store_s)) && !status)
+		status = tk_fail(ctx, rc, NULL);
 	if ((rc = rec_end(&s)) && !status)
 		status = tk_fail(ctx, rc, NULL);
 	if (tb) {

@@ -33,9 +33,9 @@ static const char *const usage[] = {
 	"its median measurement (one lucky timing does not make it best), with that\n"
 	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
 	"naive loop nest when that was measured on the same hardware.\n"
-	"runs: every run with its method, duration (and for tune, where it went: search,\n"
-	"model fits, code generation and compilation, running; the build cache's hit rate),\n"
-	"trials, valid records and best latency.\n"
+	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
+	"search, model fits, compilation, running; the build cache's hit rate; code\n"
+	"generation, the reference, storing), trials, valid records and best latency.\n"
 	"curve: the best GFLOPS found so far after each trial of each task of a run (default:\n"
 	"the most recent run), with the seconds since the run started; with --network, the\n"
 	"network's estimated latency instead; with --plot, an SVG chart instead of the table.\n"
@@ -170,15 +170,17 @@ static int run_row(void *p, const store_runinfo *r)
 	}
 	if (r->ended >= 0)
 		snprintf(dur, sizeof dur, "%.1f", r->ended - r->started);
-	char split[4][24] = { "", "", "", "" }, hit[24] = "";
-	const double sec[4] = { r->search_s, r->fit_s, r->compile_s, r->run_s };
-	for (int i = 0; i < 4; i++)
+	char split[7][24] = { "", "", "", "", "", "", "" }, hit[24] = "";
+	const double sec[7] = { r->search_s, r->fit_s, r->compile_s, r->run_s,
+	                        r->codegen_s, r->ref_s, r->store_s };
+	for (int i = 0; i < 7; i++)
 		if (sec[i] >= 0)
 			snprintf(split[i], sizeof split[i], "%.3g", sec[i]);
 	if (r->compiled >= 0 && r->compiled + r->cached > 0)
 		snprintf(hit, sizeof hit, "%.2f", r->cached / (r->compiled + r->cached));
 	const char *cells[] = { id, r->method, start, dur, split[0], split[1], split[2], split[3],
-	                        hit, trials, valid, best, hw, r->replay ? r->replay : "", r->argv };
+	                        hit, split[4], split[5], split[6], trials, valid, best, hw,
+	                        r->replay ? r->replay : "", r->argv };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -187,7 +189,7 @@ static int report_runs(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"run", "method", "started", "seconds", "search_s", "fit_s", "compile_s", "run_s",
-		"cache_hits", "trials", "valid", "best_latency", "hw", "replay", "command",
+		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "best_latency", "hw", "replay", "command",
 	};
 	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
 	if (!b.t)

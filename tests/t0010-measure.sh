@@ -100,6 +100,55 @@ test_expect_success 'report runs lists every run with its trials' '
 	test -z "$(tsv_col runs search_s)"
 '
 
+test_expect_success 'report runs splits the time of a measure run' '
+	tunekit measure -q --task $DENSE --task $CONV --sample 3 --repeat 1 >/dev/null &&
+	tunekit report runs >runs &&
+	n=$(tsv_count runs) && n=$((n + 1)) &&
+	for col in compile_s run_s codegen_s ref_s store_s cache_hits; do
+		test -n "$(tsv_col runs $col $n)" || exit 1
+	done &&
+	test -z "$(tsv_col runs search_s $n)" &&
+	awk -v c="$(tsv_col runs compile_s $n)" -v r="$(tsv_col runs run_s $n)" \
+		-v g="$(tsv_col runs codegen_s $n)" -v f="$(tsv_col runs ref_s $n)" \
+		-v s="$(tsv_col runs store_s $n)" -v w="$(tsv_col runs seconds $n)" \
+		"BEGIN { exit !(c > 0 && r > 0 && f >= 0 && f <= r && g > 0 && s > 0 &&
+		                c + r + g + s <= w + 0.1) }" &&
+	test "$(sql "SELECT sum(value) FROM run_log WHERE key LIKE '\''kernels:%'\''
+	             AND run_id = (SELECT max(id) FROM run)")" = 6.0
+'
+
+test_expect_success 'the reference is cached per task and inputs, checked when read' '
+	mkdir -m 700 rc &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 >o1 &&
+	ls rc/ref/*.ref >refs && test $(wc -l <refs) -eq 1 &&
+	cp "$(cat refs)" ref.1 &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 --seed 7 >o2 &&
+	test $(ls rc/ref/*.ref | wc -l) -eq 2 &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 >o3 &&
+	test $(ls rc/ref/*.ref | wc -l) -eq 2 &&
+	cmp "$(cat refs)" ref.1 &&
+	test "$(awk -F"\t" "FNR > 1 && \$7 != 1" o1 o2 o3 | wc -l)" -eq 0 &&
+	# a damaged entry is not believed: it is computed and written again
+	printf "\377" | dd of="$(cat refs)" bs=1 seek=100 conv=notrunc 2>/dev/null &&
+	! cmp -s "$(cat refs)" ref.1 &&
+	tunekit measure -q --cache-dir rc --task $CONV --sample 2 --repeat 1 >o4 &&
+	test "$(awk -F"\t" "NR > 1 && \$7 != 1" o4 | wc -l)" -eq 0 &&
+	cmp "$(cat refs)" ref.1 &&
+	test "$(stat -c %a rc/ref)" = 700 &&
+	tunekit cache --cache-dir rc >info && test "$(tsv_col info entries)" -eq "$(ls rc/*.so | wc -l)"
+'
+
+test_expect_success 'the adaptive compile limit: --build-adapt, TUNEKIT_BUILD_ADAPT' '
+	test_must_fail tunekit measure -q --task $DENSE --naive --build-adapt -1 2>err &&
+	grep -q "out of range" err &&
+	(TUNEKIT_BUILD_ADAPT=x && export TUNEKIT_BUILD_ADAPT &&
+	 test_must_fail tunekit measure -q --task $DENSE --naive 2>err &&
+	 grep -q TUNEKIT_BUILD_ADAPT err &&
+	 tunekit measure -q --task $DENSE --naive --build-adapt 3 >/dev/null) &&
+	tunekit measure --help >help &&
+	grep -q -- --build-adapt help
+'
+
 test_expect_success 'report runs splits the time of a tune run' '
 	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 24 --plan-size 8 --repeat 1 >/dev/null &&
 	tunekit tune -q --task dense:m=16,n=16,k=16 --trials 8 --model none --search random \

@@ -76,8 +76,9 @@ test_expect_success 'without HOME the cache is in the password entry home, not i
 test_expect_success 'a new cache directory is private' '
 	TUNEKIT_CACHE=$TRASH/new/deeper tunekit measure -q --task $TASK --naive >/dev/null &&
 	test "$(stat -c %a new/deeper)" = 700 && test "$(stat -c %a new)" = 700 &&
-	for f in new/deeper/*; do
-		test "$(stat -c %a "$f")" = 600 || { ls -l "$f"; exit 1; }
+	test "$(stat -c %a new/deeper/ref)" = 700 &&
+	for f in new/deeper/* new/deeper/ref/*; do
+		test -d "$f" || test "$(stat -c %a "$f")" = 600 || { ls -l "$f"; exit 1; }
 	done
 '
 

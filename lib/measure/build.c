@@ -10,6 +10,9 @@
  *     KEY.so                    the kernel, renamed into place when complete
  *     KEY.sha256                the SHA-256 of KEY.so's content, written before it
  *     KEY.c                     its source (kept: handy when a kernel misbehaves)
+ *     ref/KEY.ref               a task's reference outputs (build_ref_store), KEY
+ *                               hashing the task and its inputs; not kernels:
+ *                               neither counted nor trimmed
  *     KEY.{c,so,sha256,log}.tmp.<pid>.<n>  in-flight files, removed when done
  *
  * Every file appears by rename(), so several tunekit processes can share one
@@ -48,6 +51,7 @@
 #define BUILD_MAXARGS 64  /* compiler arguments from the target's cflags */
 #define BUILD_POLL_NS 2000000L
 #define BUILD_HASH_VERSION "tunekit-build-2"
+#define BUILD_REF_VERSION "tunekit-ref-1" /* change when the reference computation does */
 #define BUILD_KEYLEN 32   /* hex digits of the key: 128 bits */
 #define BUILD_STALE_S 600 /* in-flight files older than this are left from killed builds */
 
@@ -422,7 +426,8 @@ static void finish_job(const char *dir, build_job *jobs, job_state *states, slot
 	job->status = BUILD_ERROR;
 	if (timed_out) {
 		job->status = BUILD_TIMEOUT;
-		snprintf(job->msg, sizeof job->msg, "compile timeout after %g s", timeout_s);
+		if (!job->msg[0] || !strcmp(job->msg, "not built"))
+			snprintf(job->msg, sizeof job->msg, "compile timeout after %g s", timeout_s);
 	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 		struct stat so;
 		int64_t size = lstat(s->tmp, &so) == 0 ? (int64_t)so.st_size : 0;
@@ -472,6 +477,30 @@ void build_jobs_close(build_job *jobs, int n)
 			close(jobs[i].fd);
 		jobs[i].fd = -1;
 	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The limit of a compilation once nDone of the batch's nCompile have
+ * finished in aDone[] seconds: o->adapt times their median (at least
+ * o->adapt_floor_s) once half of them and at least 3 have, never above
+ * o->timeout_s. *pMedian receives the median. Sorts aDone. */
+static double adapt_limit(const build_opts *o, double *aDone, int nDone, int nCompile,
+                          double *pMedian)
+{
+	assert(o->adapt > 0 && nDone >= 1 && nDone <= nCompile);
+	if (nDone < 3 || 2 * nDone < nCompile)
+		return o->timeout_s;
+	qsort(aDone, (size_t)nDone, sizeof *aDone, cmp_double);
+	*pMedian = nDone % 2 ? aDone[nDone / 2] : (aDone[nDone / 2 - 1] + aDone[nDone / 2]) / 2;
+	double limit = o->adapt * *pMedian;
+	if (limit < o->adapt_floor_s)
+		limit = o->adapt_floor_s;
+	return limit < o->timeout_s ? limit : o->timeout_s;
 }
 
 /* Bytes this process put in the cache since it last trimmed it; -1 before
@@ -558,6 +587,17 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 		}
 	}
 
+	/* The adaptive limit: the median of the compilations finished so far */
+	int ncompile = 0, ndone = 0;
+	double *aDone = NULL, limit = timeout_s, median = 0;
+	for (int i = 0; i < n; i++)
+		ncompile += states[i].state == J_PENDING;
+	if (o->adapt > 0 && ncompile >= 3 && !(aDone = malloc(sizeof *aDone * (size_t)ncompile))) {
+		free(states);
+		free(slots);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+
 	int next = 0, nrunning = 0;
 	int64_t added = 0;
 	for (;;) {
@@ -592,7 +632,17 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 				if (r < 0) /* reaped by someone else: status unknown */
 					st = 0x7f00; /* "exited 127" */
 				finish_job(dir, jobs, states, s, st, 0, timeout_s, &added);
-			} else if (now - s->t0 > timeout_s) {
+				if (aDone) {
+					aDone[ndone++] = jobs[s->job].seconds;
+					limit = adapt_limit(o, aDone, ndone, ncompile, &median);
+				}
+			} else if (now - s->t0 > limit) {
+				build_job *job = &jobs[s->job];
+				if (limit < timeout_s)
+					snprintf(job->msg, sizeof job->msg,
+					         "compile timeout after %.3g s: over %g times the median "
+					         "compile of its batch (%.3g s over %d of %d)", limit,
+					         o->adapt, median, ndone, ncompile);
 				kill_group(s->pid);
 				wait_blocking(s->pid, &st);
 				finish_job(dir, jobs, states, s, st, 1, timeout_s, &added);
@@ -632,6 +682,7 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 	}
 	free(states);
 	free(slots);
+	free(aDone);
 	return TK_OK;
 
 fail:
@@ -652,6 +703,119 @@ fail:
 			jobs[i].so[0] = 0;
 	free(states);
 	free(slots);
+	free(aDone);
+	return rc;
+}
+
+/* ---- reference outputs ---------------------------------------------- */
+
+#define REF_MAGIC "TKREF01\n"  /* 8 bytes */
+
+/* KEY.ref: REF_MAGIC, n as a uint64_t, ref[n], refabs[n] (doubles, this
+ * machine's byte order), then the SHA-256 of all of that (32 bytes). KEY
+ * hashes the inputs' description (build_ref_key). */
+static void ref_path(const char *dir, const char *key, char *path, size_t npath)
+{
+	snprintf(path, npath, "%s/ref/%s.ref", dir, key);
+}
+
+int build_ref_prepare(const char *dir)
+{
+	char sub[4200];
+	snprintf(sub, sizeof sub, "%s/ref", dir);
+	int rc = build_cache_prepare(dir);
+	return rc ? rc : build_private_dir(sub, "reference cache directory");
+}
+
+void build_ref_key(const char *task, int nin, const float *const *in, const size_t *in_n,
+                   char key[SHA256_HEX])
+{
+	sha256_ctx c;
+	unsigned char d[32];
+	assert(task && nin >= 0 && (in || nin == 0));
+	sha256_init(&c);
+	sha256_update(&c, BUILD_REF_VERSION, strlen(BUILD_REF_VERSION) + 1);
+	sha256_update(&c, task, strlen(task) + 1);
+	for (int i = 0; i < nin; i++) {
+		uint64_t n64 = in_n[i];
+		sha256_update(&c, &n64, sizeof n64);
+		sha256_update(&c, in[i], in_n[i] * sizeof(float));
+	}
+	sha256_final(&c, d);
+	sha256_tohex(d, key);
+	key[BUILD_KEYLEN] = 0;
+}
+
+int build_ref_load(const char *dir, const char *key, size_t n, double *ref, double *refabs,
+                   int *found)
+{
+	char path[4400];
+	struct stat st;
+	assert(dir && key && ref && refabs && found);
+	*found = 0;
+	ref_path(dir, key, path, sizeof path);
+	int fd = open_nofollow(path, &st);
+	if (fd < 0)
+		return TK_OK; /* absent */
+	size_t nbyte = 8 + 8 + 2 * n * sizeof(double), want = nbyte + 32;
+	unsigned char *buf = NULL;
+	int ok = file_trusted(&st) && st.st_size == (off_t)want && (buf = malloc(want)) != NULL;
+	size_t got = 0;
+	while (ok && got < want) {
+		ssize_t k = pread(fd, buf + got, want - got, (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			ok = 0;
+		else
+			got += (size_t)k;
+	}
+	uint64_t n64 = 0;
+	unsigned char d[32];
+	if (ok) {
+		memcpy(&n64, buf + 8, 8);
+		sha256_ctx c;
+		sha256_init(&c);
+		sha256_update(&c, buf, nbyte);
+		sha256_final(&c, d);
+		ok = !memcmp(buf, REF_MAGIC, 8) && n64 == (uint64_t)n && !memcmp(d, buf + nbyte, 32);
+	}
+	if (ok) {
+		memcpy(ref, buf + 16, n * sizeof(double));
+		memcpy(refabs, buf + 16 + n * sizeof(double), n * sizeof(double));
+		futimens(fd, NULL); /* its last use, for the cache's trim */
+		*found = 1;
+	} else if (S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		unlink(path); /* damaged or foreign: computed and written again */
+	}
+	close(fd);
+	free(buf);
+	return TK_OK;
+}
+
+int build_ref_store(const char *dir, const char *key, size_t n, const double *ref,
+                    const double *refabs)
+{
+	char path[4400], tmp[4500];
+	assert(dir && key && ref && refabs);
+	size_t nbyte = 8 + 8 + 2 * n * sizeof(double);
+	unsigned char *buf = malloc(nbyte + 32);
+	if (!buf)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	uint64_t n64 = n;
+	memcpy(buf, REF_MAGIC, 8);
+	memcpy(buf + 8, &n64, 8);
+	memcpy(buf + 16, ref, n * sizeof(double));
+	memcpy(buf + 16 + n * sizeof(double), refabs, n * sizeof(double));
+	sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, buf, nbyte);
+	sha256_final(&c, buf + nbyte);
+	ref_path(dir, key, path, sizeof path);
+	unsigned cnt = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d.%u", path, (int)getpid(), cnt);
+	int rc = tk_write_renamed(tmp, path, buf, nbyte + 32, 0600);
+	free(buf);
 	return rc;
 }
 

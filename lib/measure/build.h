@@ -27,7 +27,7 @@
 enum {
 	BUILD_OK = 0,
 	BUILD_ERROR = 1,   /* the compiler exited non-zero */
-	BUILD_TIMEOUT = 2  /* killed after the time limit */
+	BUILD_TIMEOUT = 2  /* killed after the time limit (fixed or adaptive: see msg) */
 };
 
 #define BUILD_CACHE_MAX_DEFAULT (INT64_C(1) << 30) /* 1 GiB */
@@ -52,6 +52,11 @@ typedef struct build_opts {
 	int64_t cache_max;     /* size limit in bytes; <= 0: BUILD_CACHE_MAX_DEFAULT */
 	int njobs;             /* compilers running at once, >= 1 */
 	double timeout_s;      /* limit of one compilation, > 0 */
+	double adapt;          /* > 0: also stop a compilation that takes more than adapt
+	                          times the median of the batch's finished compilations
+	                          (once half of them, and at least 3, have finished), and
+	                          at least adapt_floor_s; 0: only timeout_s */
+	double adapt_floor_s;
 } build_opts;
 
 /* The default cache directory: $TUNEKIT_CACHE, else $XDG_CACHE_HOME/tunekit,
@@ -85,6 +90,30 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n);
 /* Close the descriptors build_run left in jobs[0..n) (fd >= 0) and set them
  * to -1. */
 void build_jobs_close(build_job *jobs, int n);
+
+/* Reference outputs, cached beside the kernels (in the private
+ * subdirectory ref/ of the cache) so that no run computes a task's
+ * reference twice for the same inputs. An entry is one file, checked by
+ * the SHA-256 of its content when read. They are not kernels: the cache's
+ * limit, trim and statistics leave them out (one per task and seed).
+ *
+ * build_ref_prepare: build_cache_prepare(dir), then the same checks of its
+ * subdirectory ref/ (created if missing); TK_OK or TK_EIO. The other
+ * functions need it done.
+ * build_ref_key: the entry's key (BUILD_KEYLEN hex digits) of the task
+ * with this canonical key and inputs in[0..nin), of in_n[i] floats each.
+ * build_ref_load: fill ref[n] and refabs[n] from the entry; *found = 1 if
+ * it was there and intact, else 0 (a damaged entry is removed). Returns
+ * TK_OK: a missing or unreadable entry is only a miss.
+ * build_ref_store: write the entry (atomically, by rename); TK_OK, TK_EIO,
+ * TK_ENOMEM. */
+int build_ref_prepare(const char *dir);
+void build_ref_key(const char *task, int nin, const float *const *in, const size_t *in_n,
+                   char key[SHA256_HEX]);
+int build_ref_load(const char *dir, const char *key, size_t n, double *ref, double *refabs,
+                   int *found);
+int build_ref_store(const char *dir, const char *key, size_t n, const double *ref,
+                    const double *refabs);
 
 /* What the cache holds. An entry is one kernel: its object, sidecar and
  * source. */

@@ -24,6 +24,9 @@ typedef struct ms_time {
 	double codegen_s;  /* configurations to C source (schedule, lowering, emitting) */
 	double compile_s;  /* the builds, parallel, cache lookups included */
 	double run_s;      /* the reference (once per task) and the runs: check and timing */
+	double ref_s;      /* the part of run_s that computing the inputs and the reference
+	                      added: it runs beside the first batch's compilers, and only
+	                      its time beyond theirs is counted */
 	int64_t compiled;  /* kernels compiled (or tried: errors and timeouts count) */
 	int64_t cached;    /* kernels found in the build cache */
 } ms_time;
@@ -33,6 +36,7 @@ typedef struct ms_task {
 	sp_space *space;   /* owned */
 	uint64_t seed;     /* of the random inputs */
 	int ready;         /* inputs and reference computed */
+	int ref_cached;    /* the reference came from the cache (build_ref_load) */
 	float **in;        /* prog->ninput arrays */
 	size_t *in_n;
 	double *ref, *refabs;
@@ -52,6 +56,9 @@ typedef void (*ms_progress_fn)(void *ctx, const char *phase, int done, int total
 typedef struct ms_opts {
 	int jobs;               /* parallel compilers, >= 1 */
 	double build_timeout;   /* seconds per compilation */
+	double build_adapt;     /* stop a compilation past this many times its batch's
+	                           median (build_opts.adapt); 0: never */
+	double build_adapt_floor; /* ... but not before this many seconds */
 	const char *cache_dir;  /* NULL: build_default_cache() */
 	int64_t cache_max;      /* the cache's size limit in bytes; 0: BUILD_CACHE_MAX_DEFAULT */
 	run_opts run;
@@ -63,7 +70,11 @@ typedef struct ms_opts {
 	void *wait_ctx;
 } ms_opts;
 
-/* Defaults: 2 jobs, 60 s build timeout, default cache and size limit,
+#define MS_BUILD_ADAPT 5.0
+#define MS_BUILD_ADAPT_FLOOR 5.0
+
+/* Defaults: 2 jobs, 60 s build timeout, a compilation stopped past 5 times
+ * its batch's median and 5 s, default cache and size limit,
  * run_opts_default, the default lock, no callbacks. */
 void ms_opts_default(ms_opts *o);
 

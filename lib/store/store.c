@@ -1120,14 +1120,16 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		"SELECT r.id, r.seed, r.hardware_id, r.argv, r.method, r.replay, h.key,"
 		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
 		" min(CASE WHEN m.valid THEN m.median END), l.search, l.fit, l.compile, l.run,"
-		" l.compiled, l.cached"
+		" l.compiled, l.cached, l.codegen, l.reference, l.store"
 		" FROM run r LEFT JOIN hardware h ON h.id = r.hardware_id"
 		" LEFT JOIN measurement m ON m.run_id = r.id"
 		" LEFT JOIN (SELECT run_id,"
 		"  sum(CASE WHEN key = 'seconds:search' THEN value END) AS search,"
 		"  sum(CASE WHEN key = 'seconds:fit' THEN value END) AS fit,"
-		"  sum(CASE WHEN key IN ('seconds:codegen', 'seconds:compile') THEN value END)"
-		"   AS compile,"
+		"  sum(CASE WHEN key = 'seconds:codegen' THEN value END) AS codegen,"
+		"  sum(CASE WHEN key = 'seconds:compile' THEN value END) AS compile,"
+		"  sum(CASE WHEN key = 'seconds:reference' THEN value END) AS reference,"
+		"  sum(CASE WHEN key = 'seconds:store' THEN value END) AS store,"
 		"  sum(CASE WHEN key = 'seconds:run' THEN value END) AS run,"
 		"  sum(CASE WHEN key = 'kernels:compiled' THEN value END) AS compiled,"
 		"  sum(CASE WHEN key = 'kernels:cached' THEN value END) AS cached"
@@ -1154,6 +1156,9 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		r.run_s = col_real(st, 15, -1);
 		r.compiled = col_real(st, 16, -1);
 		r.cached = col_real(st, 17, -1);
+		r.codegen_s = col_real(st, 18, -1);
+		r.ref_s = col_real(st, 19, -1);
+		r.store_s = col_real(st, 20, -1);
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}

@@ -129,10 +129,13 @@ typedef struct store_runinfo {
 	double started, ended; /* ended < 0 if NULL */
 	int64_t ntrials, nvalid;
 	double best_median;    /* < 0 if no valid record */
-	/* tune's time split from the run log, summed over its processes; all
-	 * < 0 when the run logged none: seconds in search, model fits, code
-	 * generation and compilation, running; kernels compiled, cached */
+	/* the time split of tune and measure from the run log, summed over
+	 * the processes of the run; each < 0 when the run logged none: seconds
+	 * in search, model fits, compilation, running (the reference
+	 * included); kernels compiled, cached; seconds of code generation, of
+	 * the reference (part of run_s), of storing the records */
 	double search_s, fit_s, compile_s, run_s, compiled, cached;
+	double codegen_s, ref_s, store_s;
 } store_runinfo;
 typedef int (*store_run_cb)(void *ctx, const store_runinfo *r);
 /* All runs in id order. */

@@ -135,7 +135,7 @@ static int count_files(const char *dir, const char *s)
 static int build_in(const tk_target *t, const char *dir, build_job *jobs, int n, int njobs,
                     double timeout_s)
 {
-	build_opts o = { dir, 0, njobs, timeout_s };
+	build_opts o = { dir, 0, njobs, timeout_s, 0, 0 };
 	return build_run(t, &o, jobs, n);
 }
 
@@ -659,7 +659,7 @@ TEST(test_cache_trim)
 	CHECK(file_exists(junk));
 
 	/* A build keeps the cache under the limit it is given. */
-	build_opts o = { dir, 2 * per + per / 2, 2, 30 };
+	build_opts o = { dir, 2 * per + per / 2, 2, 30, 0, 0 };
 	memset(jobs, 0, sizeof jobs);
 	for (int i = 0; i < NK; i++)
 		jobs[i].src = src[i];
@@ -724,6 +724,97 @@ TEST(test_build_timeout)
 			;
 	}
 	unlink(fifo);
+}
+
+/* The adaptive limit: a compile that never finishes is stopped at 5 times
+ * the median of its batch's three quick ones (but not before the floor),
+ * long before the fixed limit, and says so; with adapt 0 nothing changes
+ * (test_build_timeout). */
+TEST(test_build_adapt)
+{
+	enum { NJ = 4 };
+	char fifo[128], src[NJ][256];
+	build_job jobs[NJ];
+	memset(jobs, 0, sizeof jobs);
+	snprintf(fifo, sizeof fifo, "%s/adapt.fifo", cache);
+	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+	snprintf(src[0], sizeof src[0], "#include \"%s\"\n" ABI NOWS KERNEL "{ }\n", fifo);
+	for (int i = 1; i < NJ; i++)
+		snprintf(src[i], sizeof src[i], ABI NOWS KERNEL "{ b[0][0] = %d.5f; }\n", i);
+	for (int i = 0; i < NJ; i++)
+		jobs[i].src = src[i];
+	CHECK_EQ_INT(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	build_opts o = { cache, 0, 2, 60, 5, 1.0 };
+	double t0 = tk_now();
+	CHECK_EQ_INT(build_run(&native, &o, jobs, NJ), TK_OK);
+	double dt = tk_now() - t0, med = 0;
+	for (int i = 1; i < NJ; i++) {
+		CHECK_EQ_INT(jobs[i].status, BUILD_OK);
+		med = jobs[i].seconds > med ? jobs[i].seconds : med; /* >= the median */
+	}
+	CHECK_EQ_INT(jobs[0].status, BUILD_TIMEOUT);
+	CHECK(strstr(jobs[0].msg, "median compile of its batch") != NULL);
+	CHECK(jobs[0].seconds >= 1.0 && jobs[0].seconds <= 5 * med + 1.0);
+	CHECK(dt < 30);
+	build_jobs_close(jobs, NJ);
+	/* cc1 was killed with the driver: reap it (we are its subreaper). */
+	pid_t w = 0;
+	for (int i = 0; i < 100 && w >= 0; i++) {
+		while ((w = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (w == 0) {
+			struct timespec ts = { 0, 5000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	CHECK(w < 0 && errno == ECHILD);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	if (w == 0) { /* release the survivor */
+		int fd = open(fifo, O_WRONLY | O_NONBLOCK);
+		if (fd >= 0)
+			close(fd);
+		while (waitpid(-1, NULL, 0) > 0)
+			;
+	}
+	unlink(fifo);
+}
+
+/* Reference outputs: stored, read back exactly; a key of other inputs, a
+ * wrong size or a damaged file is a miss, and the damaged file is gone. */
+TEST(test_build_ref)
+{
+	enum { NR = 100 };
+	double ref[NR], abs_[NR], got[NR], gotabs[NR];
+	float a[3] = { 1, 2, 3 }, b[3] = { 1, 2, 4 };
+	const float *ina[1] = { a }, *inb[1] = { b };
+	size_t n3[1] = { 3 };
+	char ka[SHA256_HEX], kb[SHA256_HEX], path[512];
+	int found = 1;
+	for (int i = 0; i < NR; i++)
+		ref[i] = i * 0.25, abs_[i] = i + 1.0;
+	build_ref_key("dense:k=1,m=1,n=3", 1, ina, n3, ka);
+	build_ref_key("dense:k=1,m=1,n=3", 1, inb, n3, kb);
+	CHECK(strcmp(ka, kb) != 0);
+	CHECK_EQ_INT(build_ref_prepare(cache), TK_OK);
+	CHECK_EQ_INT(build_ref_load(cache, ka, NR, got, gotabs, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	CHECK_EQ_INT(build_ref_store(cache, ka, NR, ref, abs_), TK_OK);
+	CHECK_EQ_INT(build_ref_load(cache, ka, NR, got, gotabs, &found), TK_OK);
+	CHECK_EQ_INT(found, 1);
+	CHECK(!memcmp(got, ref, sizeof ref) && !memcmp(gotabs, abs_, sizeof abs_));
+	CHECK_EQ_INT(build_ref_load(cache, kb, NR, got, gotabs, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	CHECK_EQ_INT(build_ref_load(cache, ka, NR - 1, got, gotabs, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	CHECK_EQ_INT(build_ref_store(cache, ka, NR, ref, abs_), TK_OK);
+	snprintf(path, sizeof path, "%s/ref/%s.ref", cache, ka);
+	int fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, "x", 1, 40) == 1);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_INT(build_ref_load(cache, ka, NR, got, gotabs, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	CHECK(!file_exists(path));
 }
 
 TEST(test_build_parallel)
@@ -1217,6 +1308,7 @@ static void teardown(void)
 
 UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_default_cache, test_build_cache, test_build_error, test_build_timeout,
+          test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
           test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/store_tuning.h"
 #include "store/store_int.h"
 #include "store/store_report.h"
 #include "util/util.h"
@@ -449,6 +450,24 @@ TEST(test_roundtrip)
 		CHECK(rr.r[2].best_median < 0);
 		CHECK_EQ_STR(rr.hw[2], "cpu-b");
 		CHECK_EQ_STR(rr.replay[2], "data.json");
+		CHECK(rr.r[0].compile_s < 0 && rr.r[0].codegen_s < 0 && rr.r[0].ref_s < 0 &&
+		      rr.r[0].store_s < 0);
+	}
+
+	/* The time split is summed over a run's processes (rounds), per key. */
+	static const char *const aKey[] = { "seconds:codegen", "seconds:compile", "seconds:run",
+	                                    "seconds:reference", "seconds:store" };
+	for (int i = 0; i < ArraySize(aKey); i++) {
+		CHECK_EQ_INT(store_run_log(s, r1, 5, aKey[i], 1.0 + i), TK_OK);
+		CHECK_EQ_INT(store_run_log(s, r1, 9, aKey[i], 10.0 * (1 + i)), TK_OK);
+	}
+	memset(&rr, 0, sizeof rr);
+	CHECK_EQ_INT(store_runs(s, runs_cb, &rr), TK_OK);
+	if (rr.n == 3) {
+		CHECK(rr.r[0].codegen_s == 11 && rr.r[0].compile_s == 22 && rr.r[0].run_s == 33);
+		CHECK(rr.r[0].ref_s == 44 && rr.r[0].store_s == 55);
+		CHECK(rr.r[0].search_s < 0 && rr.r[0].fit_s < 0);
+		CHECK(rr.r[1].codegen_s < 0 && rr.r[1].store_s < 0);
 	}
 
 	/* Transactions: rollback drops the batch; not nestable. */
