@@ -420,10 +420,10 @@ static int confirm_task(job *J, tn_task *t, const tn_hooks *h)
  * kernels compiled and found in the build cache. */
 static int log_time(job *J)
 {
-	double v[7] = { J->tuner_s, 0, 0, 0, 0, 0, 0 };
-	static const char *const key[7] = { "seconds:search", "seconds:fit", "seconds:codegen",
+	double v[8] = { J->tuner_s, 0, 0, 0, 0, 0, 0, 0 };
+	static const char *const key[8] = { "seconds:search", "seconds:fit", "seconds:codegen",
 	                                    "seconds:compile", "seconds:run", "kernels:compiled",
-	                                    "kernels:cached" };
+	                                    "kernels:cached", "seconds:reference" };
 	for (int i = 0; i < J->ntask; i++) {
 		const tn_task *t = J->tk[i];
 		v[0] -= t->fit_s;
@@ -434,11 +434,12 @@ static int log_time(job *J)
 			v[4] += t->mt->time.run_s;
 			v[5] += (double)t->mt->time.compiled;
 			v[6] += (double)t->mt->time.cached;
+			v[7] += t->mt->time.ref_s;
 		}
 	}
 	if (v[0] < 0)
 		v[0] = 0;
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		int rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, key[i], v[i]);
 		if (rc)
 			return rc;
