@@ -26,15 +26,16 @@ LDFLAGS += $(SANITIZE)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -MMD -MP
 CPPFLAGS += -Ilib
 
-PKGS = sqlite3 zlib jansson xgboost
+PKGS = sqlite3 zlib jansson xgboost openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost -lopenblas)
 LDLIBS += $(PKG_LIBS) -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
-# sqlite3 (the shell), mandoc and bsdextrautils (col) are for the tests.
+# libopenblas-dev: cblas_sgemm under lib/nn. sqlite3 (the shell), mandoc
+# and bsdextrautils (col) are for the tests.
 DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
-	libxgboost-dev libjansson-dev \
+	libxgboost-dev libjansson-dev libopenblas-dev \
 	sqlite3 mandoc bsdextrautils
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)
@@ -180,8 +181,9 @@ bench-adatune: tunekit
 # The kernel benchmark (issue 4): tune each workload, export the best kernel
 # and time it against OpenBLAS or oneDNN in one process, with the FP32 peak;
 # prints one table (tests/bench/kernels.sh). The store is kept outside
-# $(BUILD) so that a re-run resumes. OpenBLAS and oneDNN are needed by the
-# benchmark only: tunekit does not link them and `make deps` leaves them out.
+# $(BUILD) so that a re-run resumes. oneDNN is needed by the benchmark only:
+# tunekit does not link it and `make deps` leaves it out (OpenBLAS it links,
+# for lib/nn).
 BENCH_TRIALS ?= 300
 BENCH_THREADS ?= 1 2
 BENCH_DB ?= bench-kernels.db
