@@ -8,6 +8,7 @@
 #   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make bench      benchmarks (not in CI)
+#   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
 #   make install    install to $(DESTDIR)$(PREFIX)
@@ -167,6 +168,17 @@ $(BUILD)/bench/features: tests/bench/features.c $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
 
+# lib/nn at TLP's size: GFLOPS of the linear layer and the attention,
+# forward and backward, median of NN_RUNS runs (tests/bench/nn.c).
+NN_BATCH ?= 512
+NN_RUNS ?= 7
+$(BUILD)/bench/nn: tests/bench/nn.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+
+bench-nn: $(BUILD)/bench/nn
+	$(BUILD)/bench/nn $(NN_BATCH) $(NN_RUNS)
+
 bench: tunekit $(BUILD)/bench/features
 	$(BUILD)/bench/features 1000
 	sh tests/bench/search.sh ./tunekit $(BUILD)/bench 10 2000
@@ -212,6 +224,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo bench bench-adatune bench-kernels bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo bench bench-nn bench-adatune bench-kernels bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

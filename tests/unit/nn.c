@@ -582,7 +582,10 @@ TEST(test_checkpoint)
 
 /* y = sin(3 x0) + x1^2 - 0.5 on x uniform in [-1, 1]^2; the MLP with Adam
  * must bring the training MSE from its start (> 0.1) below 0.01. */
-TEST(test_mlp_fit)
+/* Fit the MLP for steps steps of full-batch Adam from seed 12; the loss of
+ * the first and the last step into *first and *last; the parameter block
+ * (caller frees) or NULL if out of memory. */
+static float *mlp_fit(int steps, float *first, float *last, size_t *np)
 {
 	mlp m, dm, mm, vm;
 	size_t n;
@@ -593,21 +596,24 @@ TEST(test_mlp_fit)
 	const size_t act_sizes[] = { MB * ME, MB, MB * MF, MB * MF, MB, MB * MF, MB * MF, MB };
 	float **const act_ptrs[] = { &act.x, &act.y, &act.pre, &act.h, &act.out, &act.dpre, &act.dh,
 	                             &act.dout };
-	float *pa;
+	float *pa = NULL;
 	nn_adam o;
-	float first = 0, loss = 0;
-	CHECK(p && dp && pm && pv && !nn_alloc(&pa, NULL, act_ptrs, act_sizes, 8));
-	tk_rng_seed(&rng, 12, 1);
+	tk_rng r;
+	if (!p || !dp || !pm || !pv || nn_alloc(&pa, NULL, act_ptrs, act_sizes, 8)) {
+		free(p), free(dp), free(pm), free(pv), free(pa);
+		return NULL;
+	}
+	tk_rng_seed(&r, 12, 1);
 	for (int i = 0; i < MB; i++) {
-		float x0 = (float)(2 * tk_rng_unif(&rng) - 1), x1 = (float)(2 * tk_rng_unif(&rng) - 1);
+		float x0 = (float)(2 * tk_rng_unif(&r) - 1), x1 = (float)(2 * tk_rng_unif(&r) - 1);
 		act.x[i * ME] = x0, act.x[i * ME + 1] = x1;
 		act.y[i] = sinf(3 * x0) + x1 * x1 - 0.5f;
 	}
-	nn_init_uniform(m.w1, MF * ME, 1 / sqrtf(ME), &rng);
-	nn_init_uniform(m.w2, MF, 1 / sqrtf(MF), &rng);
+	nn_init_uniform(m.w1, MF * ME, 1 / sqrtf(ME), &r);
+	nn_init_uniform(m.w2, MF, 1 / sqrtf(MF), &r);
 	nn_adam_default(&o);
 	o.lr = 1e-2f;
-	for (int step = 0; step < 1500; step++) {
+	for (int step = 0; step < steps; step++) {
 		nn_linear_forward(act.pre, act.x, m.w1, m.b1, MB, ME, MF);
 		nn_relu_forward(act.h, act.pre, MB * MF);
 		nn_linear_forward(act.out, act.h, m.w2, m.b2, MB, MF, 1);
@@ -615,20 +621,48 @@ TEST(test_mlp_fit)
 		nn_zero(act.dpre, MB * MF);
 		nn_zero(act.dh, MB * MF);
 		nn_zero(act.dout, MB);
-		loss = nn_mse_loss(act.dout, act.out, act.y, NULL, MB);
+		*last = nn_mse_loss(act.dout, act.out, act.y, NULL, MB);
 		if (step == 0)
-			first = loss;
+			*first = *last;
 		nn_linear_backward(act.dh, dm.w2, dm.b2, act.dout, act.h, m.w2, MB, MF, 1);
 		nn_relu_backward(act.dpre, act.dh, act.h, MB * MF);
 		nn_linear_backward(NULL, dm.w1, dm.b1, act.dpre, act.x, m.w1, MB, ME, MF);
 		nn_clip_grad_norm(dp, n, 10);
 		nn_adam_step(p, pm, pv, dp, n, &o);
 	}
+	free(dp), free(pm), free(pv), free(pa);
+	*np = n;
+	return p;
+}
+
+/* y = sin(3 x0) + x1^2 - 0.5 on x uniform in [-1, 1]^2; the MLP with Adam
+ * must bring the training MSE from its start (> 0.1) below 0.01. */
+TEST(test_mlp_fit)
+{
+	float first = 0, loss = 1;
+	size_t n;
+	float *p = mlp_fit(1500, &first, &loss, &n);
+	CHECK(p != NULL);
 	CHECK(first > 0.1f);
 	CHECK(loss < 0.01f);
 	if (!(loss < 0.01f))
 		fprintf(stderr, "mlp: loss %g from %g\n", loss, first);
-	free(p), free(dp), free(pm), free(pv), free(pa);
+	free(p);
+}
+
+/* The same seed gives the same parameters, bit for bit. */
+TEST(test_deterministic)
+{
+	float f1, l1, f2, l2;
+	size_t n1, n2;
+	float *p1 = mlp_fit(100, &f1, &l1, &n1), *p2 = mlp_fit(100, &f2, &l2, &n2);
+	CHECK(p1 && p2);
+	if (p1 && p2) {
+		CHECK(n1 == n2 && !memcmp(p1, p2, n1 * sizeof *p1));
+		CHECK(l1 == l2 && l1 < f1);
+	}
+	free(p1);
+	free(p2);
 }
 
 /* Groups of items with 6 features whose relevance is a hidden linear score:
@@ -691,4 +725,5 @@ TEST(test_lambdarank_fit)
 
 UNIT_MAIN(test_linear, test_fd_catches_wrong_gradient, test_relu, test_residual,
           test_layernorm, test_pool, test_embedding, test_attention, test_gcn, test_losses,
-          test_optimisers, test_layout, test_checkpoint, test_mlp_fit, test_lambdarank_fit)
+          test_optimisers, test_layout, test_checkpoint, test_mlp_fit, test_deterministic,
+          test_lambdarank_fit)
