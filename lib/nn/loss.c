@@ -11,8 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-_Static_assert(sizeof(float) == sizeof(int), "work holds floats");
-
 float nn_mse_loss(float *dpred, const float *pred, const float *y, const float *mask, int N)
 {
 	double sum = 0;
@@ -62,7 +60,7 @@ float nn_rank_loss(float *dpred, const float *pred, const float *y, const unsign
 	return (float)loss;
 }
 
-/* Sort indices by prediction, descending, ties by index (qsort_r context). */
+/* Sort indices by the values in ctx, descending, ties by index (qsort_r). */
 static int cmp_pred_desc(const void *pa, const void *pb, void *ctx)
 {
 	const float *p = ctx;
@@ -70,12 +68,6 @@ static int cmp_pred_desc(const void *pa, const void *pb, void *ctx)
 	if (p[a] != p[b])
 		return p[a] > p[b] ? -1 : 1;
 	return a < b ? -1 : a > b;
-}
-
-static int cmp_float_desc(const void *pa, const void *pb)
-{
-	float a = *(const float *)pa, b = *(const float *)pb;
-	return a > b ? -1 : a < b;
 }
 
 float nn_lambdarank_loss(float *dpred, int *work, const float *pred, const float *y,
@@ -88,15 +80,14 @@ float nn_lambdarank_loss(float *dpred, int *work, const float *pred, const float
 		int n = (int)group[g];
 		const float *p = pred + start, *t = y + start;
 		int *order = work + start;
-		/* The ideal DCG: the clamped labels sorted descending, held as
-		 * floats in the group's slice of work before it holds the ranking. */
-		float *ts = (float *)order;
+		/* The ideal DCG: the labels in descending order (clamping at 0
+		 * keeps that order). */
 		double maxdcg = 0;
 		for (int i = 0; i < n; i++)
-			ts[i] = t[i] > 0 ? t[i] : 0;
-		qsort(ts, n, sizeof *ts, cmp_float_desc);
+			order[i] = i;
+		qsort_r(order, n, sizeof *order, cmp_pred_desc, (void *)t);
 		for (int r = 0; r < n; r++)
-			maxdcg += (exp2(ts[r]) - 1) / log2(2.0 + r);
+			maxdcg += (exp2(t[order[r]] > 0 ? t[order[r]] : 0) - 1) / log2(2.0 + r);
 		if (maxdcg < eps)
 			maxdcg = eps;
 		for (int i = 0; i < n; i++)

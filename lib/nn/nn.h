@@ -203,8 +203,9 @@ float nn_rank_loss(float *dpred /* (N) or NULL */, const float *pred /* (N) */,
  * each pair with y_i > y_j costs
  *   -|1/D_ri - 1/D_rj| |G_i - G_j| log2(max(sigmoid(pred_i - pred_j), 1e-10)),
  * the NDCG change of swapping them times a logistic loss. The weights are
- * constants of the ranking (no gradient flows through the sort).
- * work holds N ints of scratch. */
+ * constants of the ranking (no gradient flows through the sort). One
+ * group of all N rows treats the batch as one list, as TLP does. work
+ * holds N ints of scratch. */
 float nn_lambdarank_loss(float *dpred /* (N) or NULL */, int *work /* (N) */,
                          const float *pred /* (N) */, const float *y /* (N) */,
                          const unsigned *group /* (G) */, int G);
