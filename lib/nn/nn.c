@@ -159,8 +159,11 @@ int nn_ckpt_read(const char *path, float *params, size_t n, uint64_t tag)
 		rc = tk_seterr(TK_EIO, "cannot read %s", path);
 	} else {
 		rc = nn_ckpt_load(params, n, tag, buf, got);
-		if (rc == TK_ECORRUPT)
-			tk_seterr(rc, "%s: %s", path, tk_errmsg());
+		if (rc == TK_ECORRUPT) {
+			char why[256]; /* tk_errmsg() is the buffer tk_seterr writes */
+			snprintf(why, sizeof why, "%s", tk_errmsg());
+			tk_seterr(rc, "%s: %s", path, why);
+		}
 	}
 	fclose(f);
 	free(buf);

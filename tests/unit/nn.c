@@ -321,6 +321,18 @@ TEST(test_attention)
 					}
 					CHECK_NEAR(att_out[(b * AL + i) * AE + h * D + d], want, 1e-5);
 				}
+	/* each valid query's weights sum to 1 over the valid keys; padding
+	 * rows and columns are 0 */
+	for (int b = 0; b < AB; b++)
+		for (int h = 0; h < AH; h++)
+			for (int i = 0; i < AL; i++) {
+				const float *row = att_a + (((size_t)b * AH + h) * AL + i) * AL;
+				double sum = 0;
+				for (int j = 0; j < att_len[b]; j++)
+					sum += row[j];
+				CHECK_NEAR(sum, i < att_len[b] ? 1 : 0, 1e-6);
+				CHECK(all_zero(row + att_len[b], AL - att_len[b]));
+			}
 	nn_attention_backward(dqkv, scratch, att_r, att_qkv, att_a, att_len, AB, AL, AE, AH);
 	CHECK_GRAD(att_loss, att_qkv, dqkv, AB * AL * 3 * AE, 1e-2f, 5e-4);
 	/* padding: positions 2, 3 of sequence 1 and all of sequence 2 get no
@@ -575,6 +587,12 @@ TEST(test_checkpoint)
 	FILE *f = fopen(tpath("long"), "wb");
 	CHECK(f && fwrite(c, 1, len, f) == len && fputc(0, f) == 0 && fclose(f) == 0);
 	CHECK_EQ_INT(nn_ckpt_read(tpath("long"), pb, nb, 42), TK_ECORRUPT);
+	/* and a file of another version */
+	c[4] = 2;
+	f = fopen(tpath("v2"), "wb");
+	CHECK(f && fwrite(c, 1, len, f) == len && fclose(f) == 0);
+	CHECK_EQ_INT(nn_ckpt_read(tpath("v2"), pb, nb, 42), TK_ECORRUPT);
+	CHECK(strstr(tk_errmsg(), "version 2") != NULL);
 	free(buf);
 	free(pa);
 	free(pb);
