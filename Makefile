@@ -8,6 +8,7 @@
 #   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make bench      benchmarks (not in CI)
+#   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
 #   make bench-measure  configurations measured per minute, against a baseline
@@ -27,15 +28,16 @@ LDFLAGS += $(SANITIZE)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -MMD -MP
 CPPFLAGS += -Ilib
 
-PKGS = sqlite3 zlib jansson xgboost
+PKGS = sqlite3 zlib jansson xgboost openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost -lopenblas)
 LDLIBS += $(PKG_LIBS) -lpthread -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
-# sqlite3 (the shell), mandoc and bsdextrautils (col) are for the tests.
+# libopenblas-dev: cblas_sgemm under lib/nn. sqlite3 (the shell), mandoc
+# and bsdextrautils (col) are for the tests.
 DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
-	libxgboost-dev libjansson-dev \
+	libxgboost-dev libjansson-dev libopenblas-dev \
 	sqlite3 mandoc bsdextrautils
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)
@@ -167,6 +169,17 @@ $(BUILD)/bench/features: tests/bench/features.c $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
 
+# lib/nn at TLP's size: GFLOPS of the linear layer and the attention,
+# forward and backward, median of NN_RUNS runs (tests/bench/nn.c).
+NN_BATCH ?= 512
+NN_RUNS ?= 7
+$(BUILD)/bench/nn: tests/bench/nn.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+
+bench-nn: $(BUILD)/bench/nn
+	$(BUILD)/bench/nn $(NN_BATCH) $(NN_RUNS)
+
 bench: tunekit $(BUILD)/bench/features
 	$(BUILD)/bench/features 1000
 	sh tests/bench/search.sh ./tunekit $(BUILD)/bench 10 2000
@@ -184,8 +197,8 @@ bench-adatune: tunekit
 # fastest correct of every OpenBLAS core type and BLIS configuration the CPU
 # runs (issue 28), chosen in the benchmark's own commands: the caller's
 # OPENBLAS_CORETYPE is left as it is. The store is kept outside $(BUILD) so
-# that a re-run resumes. The libraries are needed by the benchmark only:
-# tunekit does not link them and `make deps` leaves them out.
+# that a re-run resumes. oneDNN and BLIS are needed by the benchmark only;
+# tunekit links OpenBLAS for lib/nn (`make deps` installs it).
 BENCH_TRIALS ?= 300
 BENCH_THREADS ?= 1 2
 BENCH_DB ?= bench-kernels.db
@@ -232,6 +245,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo bench bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -1,0 +1,233 @@
+/*
+ * nn: parameter blocks, checkpoints and optimisers: what a model does with
+ * its whole parameter block at once. Contracts in nn.h.
+ */
+#include "nn.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parameter blocks ------------------------------------------------ */
+
+size_t nn_count(const size_t *sizes, int n)
+{
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += sizes[i];
+	return total;
+}
+
+void nn_layout(float *base, float **const ptrs[], const size_t *sizes, int n)
+{
+	float *p = base;
+	for (int i = 0; i < n; i++) {
+		*ptrs[i] = p;
+		p += sizes[i];
+	}
+}
+
+int nn_alloc(float **block, size_t *count, float **const ptrs[], const size_t *sizes, int n)
+{
+	size_t total = nn_count(sizes, n);
+	size_t bytes = (total ? total : 1) * sizeof(float);
+	void *p = NULL;
+	*block = NULL;
+	if (total > SIZE_MAX / sizeof(float) || posix_memalign(&p, 64, (bytes + 63) / 64 * 64))
+		return tk_seterr(TK_ENOMEM, "cannot allocate %zu parameters", total);
+	memset(p, 0, bytes);
+	*block = p;
+	if (count)
+		*count = total;
+	nn_layout(p, ptrs, sizes, n);
+	return TK_OK;
+}
+
+void nn_zero(float *p, size_t n)
+{
+	memset(p, 0, n * sizeof *p);
+}
+
+void nn_fill(float *p, size_t n, float value)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = value;
+}
+
+void nn_init_uniform(float *p, size_t n, float bound, tk_rng *r)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)((2 * tk_rng_unif(r) - 1) * bound);
+}
+
+/* ---- checkpoints ----------------------------------------------------- */
+
+/* Header fields at their byte offsets, native byte order. */
+enum { H_MAGIC = 0, H_VERSION = 4, H_TAG = 8, H_COUNT = 16, H_HASH = 24, H_RESERVED = 32 };
+
+int nn_ckpt_save(const float *params, size_t n, uint64_t tag, void **buf, size_t *len)
+{
+	uint32_t magic = NN_CKPT_MAGIC, version = NN_CKPT_VERSION;
+	uint64_t count = n, hash = tk_hash64(params, n * sizeof *params, 0), zero = 0;
+	size_t total = NN_CKPT_HEADER + n * sizeof *params;
+	unsigned char *b = malloc(total);
+	*buf = NULL;
+	*len = 0;
+	if (!b)
+		return tk_seterr(TK_ENOMEM, "cannot allocate a checkpoint of %zu bytes", total);
+	memcpy(b + H_MAGIC, &magic, 4);
+	memcpy(b + H_VERSION, &version, 4);
+	memcpy(b + H_TAG, &tag, 8);
+	memcpy(b + H_COUNT, &count, 8);
+	memcpy(b + H_HASH, &hash, 8);
+	memcpy(b + H_RESERVED, &zero, 8);
+	memcpy(b + NN_CKPT_HEADER, params, n * sizeof *params);
+	*buf = b;
+	*len = total;
+	return TK_OK;
+}
+
+int nn_ckpt_load(float *params, size_t n, uint64_t tag, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+	uint32_t magic, version;
+	uint64_t ftag, count, hash;
+	if (len < NN_CKPT_HEADER)
+		return tk_seterr(TK_ECORRUPT, "checkpoint: %zu bytes, shorter than its header", len);
+	memcpy(&magic, b + H_MAGIC, 4);
+	memcpy(&version, b + H_VERSION, 4);
+	memcpy(&ftag, b + H_TAG, 8);
+	memcpy(&count, b + H_COUNT, 8);
+	memcpy(&hash, b + H_HASH, 8);
+	if (magic != NN_CKPT_MAGIC)
+		return tk_seterr(TK_ECORRUPT, "checkpoint: not a tunekit checkpoint (bad magic)");
+	if (version != NN_CKPT_VERSION)
+		return tk_seterr(TK_ECORRUPT, "checkpoint: version %u, this build reads version %u",
+		                 version, NN_CKPT_VERSION);
+	if (ftag != tag)
+		return tk_seterr(TK_ECORRUPT, "checkpoint: of another model (tag %016llx, expected %016llx)",
+		                 (unsigned long long)ftag, (unsigned long long)tag);
+	if (count != n || len - NN_CKPT_HEADER != n * sizeof *params)
+		return tk_seterr(TK_ECORRUPT, "checkpoint: %llu parameters in %zu bytes, expected %zu",
+		                 (unsigned long long)count, len, n);
+	if (tk_hash64(b + NN_CKPT_HEADER, n * sizeof *params, 0) != hash)
+		return tk_seterr(TK_ECORRUPT, "checkpoint: parameters do not match their hash");
+	memcpy(params, b + NN_CKPT_HEADER, n * sizeof *params);
+	return TK_OK;
+}
+
+int nn_ckpt_write(const char *path, const float *params, size_t n, uint64_t tag)
+{
+	void *buf;
+	size_t len;
+	char *tmp;
+	int rc = nn_ckpt_save(params, n, tag, &buf, &len);
+	if (rc)
+		return rc;
+	tmp = malloc(strlen(path) + 5);
+	if (!tmp) {
+		free(buf);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	sprintf(tmp, "%s.tmp", path);
+	rc = tk_write_renamed(tmp, path, buf, len, 0666);
+	free(tmp);
+	free(buf);
+	return rc;
+}
+
+int nn_ckpt_read(const char *path, float *params, size_t n, uint64_t tag)
+{
+	/* One read of the expected size plus one byte, so that a longer file is
+	 * seen as such without reading it all. */
+	size_t want = NN_CKPT_HEADER + n * sizeof *params + 1, got;
+	unsigned char *buf;
+	int rc;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return tk_seterr(TK_EIO, "cannot open %s: %s", path, strerror(errno));
+	buf = malloc(want);
+	if (!buf) {
+		fclose(f);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	got = fread(buf, 1, want, f);
+	if (ferror(f)) {
+		rc = tk_seterr(TK_EIO, "cannot read %s", path);
+	} else {
+		rc = nn_ckpt_load(params, n, tag, buf, got);
+		if (rc == TK_ECORRUPT) {
+			char why[256]; /* tk_errmsg() is the buffer tk_seterr writes */
+			snprintf(why, sizeof why, "%s", tk_errmsg());
+			tk_seterr(rc, "%s: %s", path, why);
+		}
+	}
+	fclose(f);
+	free(buf);
+	return rc;
+}
+
+/* ---- optimisers ------------------------------------------------------ */
+
+void nn_adam_default(nn_adam *o)
+{
+	o->lr = 1e-3f;
+	o->beta1 = 0.9f;
+	o->beta2 = 0.999f;
+	o->eps = 1e-8f;
+	o->weight_decay = 0;
+	o->t = 0;
+}
+
+void nn_adam_step(float *param, float *m, float *v, const float *grad, size_t n, nn_adam *o)
+{
+	o->t++;
+	float c1 = 1.0f - powf(o->beta1, (float)o->t), c2 = 1.0f - powf(o->beta2, (float)o->t);
+	for (size_t i = 0; i < n; i++) {
+		float g = grad[i];
+		m[i] = o->beta1 * m[i] + (1 - o->beta1) * g;
+		v[i] = o->beta2 * v[i] + (1 - o->beta2) * g * g;
+		float mh = m[i] / c1, vh = v[i] / c2;
+		param[i] -= o->lr * (mh / (sqrtf(vh) + o->eps) + o->weight_decay * param[i]);
+	}
+}
+
+void nn_sgd_step(float *param, float *vel, const float *grad, size_t n, float lr,
+                 float momentum, float weight_decay)
+{
+	assert(vel || momentum == 0);
+	for (size_t i = 0; i < n; i++) {
+		float g = grad[i] + weight_decay * param[i];
+		if (vel)
+			g = vel[i] = momentum * vel[i] + g;
+		param[i] -= lr * g;
+	}
+}
+
+float nn_clip_grad_norm(float *grad, size_t n, float max_norm)
+{
+	double ss = 0;
+	for (size_t i = 0; i < n; i++)
+		ss += (double)grad[i] * grad[i];
+	float norm = (float)sqrt(ss);
+	if (norm > max_norm && norm > 0) {
+		float s = max_norm / norm;
+		for (size_t i = 0; i < n; i++)
+			grad[i] *= s;
+	}
+	return norm;
+}
+
+float nn_lr_schedule(float lr, int step, int warmup, int total, float final_frac)
+{
+	if (step < warmup)
+		return lr * (float)(step + 1) / (float)warmup;
+	if (total <= warmup || step >= total)
+		return step >= total ? lr * final_frac : lr;
+	double p = (double)(step - warmup) / (double)(total - warmup);
+	double c = 0.5 * (1 + cos(M_PI * p));
+	return (float)(lr * (final_frac + (1 - final_frac) * c));
+}
