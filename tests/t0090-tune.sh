@@ -263,7 +263,8 @@ test_expect_success 'a small budget over a network reaches every task; its laten
 		NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next }
 		{ w = \$c[\"task\"] == \"dense:k=16,m=8,n=8\" ? 2 : \$c[\"task\"] == \"dense:k=8,m=16,n=8\" ? 3 : 1;
 		  s += w * \$c[\"latency_s\"] }
-		END { printf \"%.2f us\", s * 1e6 }") &&
+		END { if (s < 1e-6) printf \"%.1f ns\", s * 1e9; else if (s < 1e-3) printf \"%.2f us\", s * 1e6;
+		      else printf \"%.3f ms\", s * 1e3 }") &&
 	grep "estimated latency" err | grep -q "estimated latency $want" ||
 	{ echo "want $want"; cat err; false; }
 '
