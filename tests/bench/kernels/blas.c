@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "random.h"
+
 #if defined(BLAS_OPENBLAS)
 #include <cblas.h>
 #elif defined(BLAS_BLIS)
@@ -103,15 +105,6 @@ static float *floats(long n)
 	return p;
 }
 
-/* driver.c's generator: uniform in [-1, 1) from a 64-bit LCG's high bits. */
-static void fill_random(float *x, long n, uint64_t seed)
-{
-	uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
-	for (long i = 0; i < n; i++) {
-		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
-		x[i] = (float)((double)(st >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
-	}
-}
 
 static long B_, M_, N_, K_;
 static float *A_, *Bm_, *C_;

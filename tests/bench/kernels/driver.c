@@ -86,6 +86,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "fma.h"
+#include "random.h"
 
 #ifndef KERNEL
 #error "build with -DKERNEL=NAME, the name of an exported tunekit kernel"
@@ -237,15 +238,6 @@ static float *floats(long n)
 	return p;
 }
 
-/* Uniform in [-1, 1), from a 64-bit LCG's high bits; deterministic. */
-static void fill_random(float *x, long n, uint64_t seed)
-{
-	uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
-	for (long i = 0; i < n; i++) {
-		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
-		x[i] = (float)((double)(st >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
-	}
-}
 
 /* Between NCHW x[n][c][hw] and blocked y[n][c/b][hw][b], either way; hw is
  * the product of the spatial sizes. Parallel over n * c/b (OpenMP). */
