@@ -163,18 +163,8 @@ int main(int argc, char **argv)
 	threads = (int)strtol(argv[optind + 1], &end, 10);
 	if (*end || threads < 1 || threads > 256)
 		usage();
-	if (threads == 1) {
-		cpu_set_t set;
-		if (sched_getaffinity(0, sizeof set, &set) == 0) {
-			int last = -1;
-			for (int c = 0; c < CPU_SETSIZE; c++)
-				if (CPU_ISSET(c, &set))
-					last = c;
-			CPU_ZERO(&set);
-			CPU_SET(last, &set);
-			sched_setaffinity(0, sizeof set, &set);
-		}
-	}
+	if (threads == 1)
+		pin_last_cpu();
 #if defined(BLAS_OPENBLAS)
 	openblas_set_num_threads(threads);
 	/* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": the

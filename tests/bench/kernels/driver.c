@@ -589,18 +589,8 @@ int main(int argc, char **argv)
 	int conv = t->op == OP_CONV || t->op == OP_DWCONV;
 
 	/* Threads of every side, before any library sets up its pools. */
-	if (bk.threads == 1) {
-		cpu_set_t set;
-		if (sched_getaffinity(0, sizeof set, &set) == 0) {
-			int last = -1;
-			for (int c = 0; c < CPU_SETSIZE; c++)
-				if (CPU_ISSET(c, &set))
-					last = c;
-			CPU_ZERO(&set);
-			CPU_SET(last, &set);
-			sched_setaffinity(0, sizeof set, &set);
-		}
-	}
+	if (bk.threads == 1)
+		pin_last_cpu();
 #ifdef BLAS_BLIS
 	bli_thread_set_num_threads(bk.threads);
 #else
