@@ -7,6 +7,7 @@
 #   make crash-test SIGKILL each writing command at 100 random moments
 #   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
+#   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
@@ -163,6 +164,12 @@ demo: tunekit
 		--task dense:m=256,n=256,k=256 --task conv2d:c=64,h=56,w=56,k=64,pad=1 >/dev/null
 	./tunekit report --db $(DEMO_DB) --format table best
 
+# The offline dataset (data/dataset/README.md): measure until every unit is
+# done or DATASET_MINUTES are up; a killed build continues where it stopped.
+DATASET_MINUTES ?= 0
+dataset: tunekit
+	sh data/dataset/build.sh $(DATASET_MINUTES)
+
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).
 $(BUILD)/bench/features: tests/bench/features.c $(BUILD)/libtunekit.a
@@ -245,6 +252,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo dataset bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

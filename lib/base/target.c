@@ -147,20 +147,32 @@ out:
 	return rc;
 }
 
-/* The "model name" of the first CPU in /proc/cpuinfo, or "unknown-cpu". */
+/* The "model name" of the first CPU in /proc/cpuinfo with its family and
+ * model numbers, "NAME (family F model M)", or "unknown-cpu". The numbers
+ * tell apart CPUs that share a marketing name (a virtual machine's "Intel(R)
+ * Xeon(R) Processor" is any Xeon generation), so their records stay apart. */
 static void cpu_model(char *out, size_t nout)
 {
 	static char model[160];
 	pthread_mutex_lock(&probe_lock);
 	if (!model[0]) {
-		snprintf(model, sizeof model, "unknown-cpu");
+		char name[128] = "", family[16] = "", num[16] = "";
 		FILE *f = fopen("/proc/cpuinfo", "r");
 		char line[512];
 		while (f && fgets(line, sizeof line, f)) {
-			if (strncmp(line, "model name", 10))
+			char *p = strchr(line, ':'), *dst;
+			size_t size;
+			if (!strncmp(line, "model name", 10))
+				dst = name, size = sizeof name;
+			else if (!strncmp(line, "cpu family", 10))
+				dst = family, size = sizeof family;
+			else if (!strncmp(line, "model", 5) && isspace((unsigned char)line[5]))
+				dst = num, size = sizeof num;
+			else if (line[0] == '\n' && name[0])
+				break; /* the end of the first CPU */
+			else
 				continue;
-			char *p = strchr(line, ':');
-			if (!p)
+			if (!p || dst[0])
 				continue;
 			p++;
 			while (isspace((unsigned char)*p))
@@ -168,12 +180,16 @@ static void cpu_model(char *out, size_t nout)
 			size_t n = strlen(p);
 			while (n > 0 && isspace((unsigned char)p[n - 1]))
 				p[--n] = 0;
-			if (n)
-				snprintf(model, sizeof model, "%s", p);
-			break;
+			snprintf(dst, size, "%s", p);
 		}
 		if (f)
 			fclose(f);
+		if (!name[0])
+			snprintf(model, sizeof model, "unknown-cpu");
+		else if (family[0] && num[0])
+			snprintf(model, sizeof model, "%s (family %s model %s)", name, family, num);
+		else
+			snprintf(model, sizeof model, "%s", name);
 	}
 	snprintf(out, nout, "%s", model);
 	pthread_mutex_unlock(&probe_lock);

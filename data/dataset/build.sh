@@ -1,0 +1,110 @@
+#!/bin/sh
+# build.sh: build, or continue building, tunekit's offline dataset: every
+# distinct task of the network zoo measured on several CPU targets of this
+# machine, first with random configurations, then with configurations a
+# model-guided tuner chose. Real measurements only.
+#
+#   data/dataset/build.sh [MINUTES]     stop starting new units after MINUTES
+#
+# Work is cut into units (task x target x phase), each one tunekit run in
+# the store $DATASET_DB; a unit is done when its runs hold its trials. A
+# killed build continues where it stopped: a tune unit resumes its run, a
+# measure unit measures the configurations it still lacks. The first
+# build on a machine starts from the shipped data/dataset/dataset.db.gz, so
+# builds on other machines (other CPUs: other hardware) add to it.
+#
+# Environment: TUNEKIT (./tunekit), DATASET_DB
+# (data/dataset/build/dataset.db), DATASET_TARGETS (default below),
+# DATASET_RANDOM (16 random configurations per task and target),
+# DATASET_GUIDED (48 trials of xgb+sa, the first 16 of them random),
+# DATASET_NETWORKS (the order tasks are visited in).
+set -eu
+
+TK=${TUNEKIT:-./tunekit}
+DB=${DATASET_DB:-data/dataset/build/dataset.db}
+SHIP=data/dataset/dataset.db.gz
+NRANDOM=${DATASET_RANDOM:-16}
+NGUIDED=${DATASET_GUIDED:-48}
+MINUTES=${1:-0}
+# Held-out networks first, so a partial dataset can already be evaluated.
+NETWORKS=${DATASET_NETWORKS:-resnet-18 bert-base vgg-16 alexnet squeezenet-1.0 mobilenet-v2 resnet-18-nchwc mobilenet-v2-nchwc}
+# Three ISAs where the CPU has AVX-512; otherwise a second compiler makes the third.
+if [ -z "${DATASET_TARGETS:-}" ]; then
+	if grep -qw avx512f /proc/cpuinfo; then
+		DATASET_TARGETS="cpu:isa=avx512 cpu:isa=avx2 cpu:isa=sse2"
+	else
+		DATASET_TARGETS="cpu:isa=avx2 cpu:isa=sse2 cpu:isa=avx2,cc=clang"
+	fi
+fi
+# Timing settings of every unit: short repeats, the dataset wants breadth.
+TIMING="--repeat 3 --min-repeat-ms 5 --timeout 3"
+
+die() { echo "build.sh: $*" >&2; exit 1; }
+[ -x "$TK" ] || die "no tunekit binary at $TK (run make)"
+mkdir -p "$(dirname "$DB")"
+if [ ! -e "$DB" ] && [ -e "$SHIP" ]; then
+	gunzip -c "$SHIP" > "$DB.tmp" && mv "$DB.tmp" "$DB"
+fi
+tty=0
+[ -t 2 ] && tty=1
+start=$(date +%s)
+
+# The distinct tasks of the networks, in order of first appearance.
+tasks=$(for n in $NETWORKS; do
+	grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2
+done | awk '!seen[$0]++')
+ntask=$(echo "$tasks" | wc -l)
+ntarget=$(echo $DATASET_TARGETS | wc -w)
+nunit=$((ntask * ntarget * 2))
+
+# Runs already in the store: run, trials, the command without its program.
+runs() {
+	[ -e "$DB" ] || return 0
+	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' '
+		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		{ c = $col["command"]; sub(/^[^ ]* /, "", c); print $col["run"] "\t" $col["trials"] "\t" c }'
+}
+
+# unit PHASE TASK TARGET: run what the unit still lacks.
+unit() {
+	phase=$1 task=$2 target=$3
+	case $phase in
+	random)
+		want=$NRANDOM
+		args="measure --db $DB --task $task --target $target -q $TIMING"
+		have=$(runs | awk -F'\t' -v a="$args" 'index($3, a) == 1 { s += $2 } END { print s + 0 }')
+		[ "$have" -ge "$want" ] && return 0
+		# A measure killed partway: the configurations it lacks, drawn anew.
+		"$TK" $args --sample $((want - have)) --seed $((1 + have)) > /dev/null ;;
+	guided)
+		want=$NGUIDED
+		args="tune --db $DB --task $task --target $target -q $TIMING --trials $want --plan-size 16 --confirm 0"
+		line=$(runs | awk -F'\t' -v a="$args" '$3 == a' | tail -n 1)
+		if [ -z "$line" ]; then
+			"$TK" $args > /dev/null
+		elif [ "$(echo "$line" | cut -f2)" -lt "$want" ]; then
+			"$TK" tune --db "$DB" --resume --run "$(echo "$line" | cut -f1)" -q > /dev/null
+		fi ;;
+	esac
+}
+
+i=0
+for phase in random guided; do
+	for task in $tasks; do
+		for target in $DATASET_TARGETS; do
+			i=$((i + 1))
+			now=$(date +%s)
+			if [ "$MINUTES" -gt 0 ] && [ $((now - start)) -ge $((MINUTES * 60)) ]; then
+				[ $tty = 1 ] && echo "build.sh: $MINUTES minutes are up at unit $i/$nunit" >&2
+				exit 0
+			fi
+			[ $tty = 1 ] && printf '[%d/%d %dm] %s %s %s\n' $i $nunit \
+				$(((now - start) / 60)) $phase "$target" "$task" >&2
+			# Invalid configurations are records, not failures: a unit
+			# whose tunekit fails stops the build (what was measured stays).
+			unit $phase "$task" "$target" || die "unit $phase $target $task failed (exit $?)"
+		done
+	done
+done
+[ $tty = 1 ] && echo "build.sh: all $nunit units done" >&2
+exit 0
