@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const cm_kind cm_xgb, cm_rfei;
+extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp;
 
 /* The model-free choice: no operations. */
 static const cm_kind cm_none = {
@@ -18,7 +18,7 @@ static const cm_kind cm_none = {
 	.summary = "no model: sa anneals on the measured throughput itself",
 };
 
-const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_none };
+const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_none };
 const int cm_nkinds = ArraySize(cm_kinds);
 
 struct cm_model {
@@ -88,6 +88,10 @@ int cm_fit(const cm_kind *k, const cm_params *p, const cm_data *train, const cm_
 	*out = NULL;
 	if (!cm_is_model(k))
 		return tk_seterr(TK_EINVAL, "model %s has nothing to fit", k ? k->name : "(none)");
+	for (int i = 0; train->head && !(k->flags & CM_MULTIHEAD) && i < train->n; i++)
+		if (train->head[i])
+			return tk_seterr(TK_EINVAL, "model %s has one head: rows of other hardware"
+			                 " need a multi-head model", k->name);
 	if ((rc = k->fit(p, train, valid, &state)))
 		return rc;
 	return wrap(k, state, out);

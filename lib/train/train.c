@@ -511,7 +511,7 @@ void tr_part_free(tr_part *pt)
 
 cm_data tr_part_data(const tr_part *pt)
 {
-	return (cm_data){ pt->n, pt->d, pt->x, pt->y, pt->ngroup, pt->group, NULL };
+	return (cm_data){ pt->n, pt->d, pt->x, pt->y, pt->ngroup, pt->group, NULL, NULL };
 }
 
 int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out)
