@@ -147,6 +147,25 @@ int cm_describe(cm_model *m, mf_meta *meta)
 	return rc;
 }
 
+int cm_read(const char *path, mf_meta *meta, cm_model **out)
+{
+	void *payload = NULL;
+	size_t len = 0;
+	const cm_kind *k;
+	int rc;
+	*out = NULL;
+	memset(meta, 0, sizeof *meta);
+	if ((rc = mf_read(path, meta, &payload, &len)))
+		return rc;
+	if (!cm_is_model(k = cm_find(mf_get(meta, "kind"))))
+		rc = tk_seterr(TK_ECORRUPT, "%s: a model of kind '%s', which this tunekit does not have",
+		               path, mf_get(meta, "kind"));
+	else if ((rc = cm_load(k, payload, len, out)))
+		rc = tk_seterr(TK_ECORRUPT, "%s: %s", path, tk_errmsg());
+	free(payload);
+	return rc;
+}
+
 const cm_kind *cm_kind_of(const cm_model *m)
 {
 	return m->kind;

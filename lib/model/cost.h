@@ -118,6 +118,11 @@ int cm_load(const cm_kind *k, const void *buf, size_t len, cm_model **out);
 /* "kind" and the kind's own keys into meta. */
 int cm_describe(cm_model *m, mf_meta *meta);
 const cm_kind *cm_kind_of(const cm_model *m);
+/* Read the model file at path (tunekit train writes it) into meta and a
+ * model of the kind it names. TK_EIO if it cannot be read, TK_ECORRUPT
+ * (naming path) if it is not a model file, names no kind of the table or
+ * its payload does not load; on error *out is NULL. */
+int cm_read(const char *path, mf_meta *meta, cm_model **out);
 void cm_free(cm_model *m); /* NULL is allowed */
 
 #endif

@@ -53,6 +53,8 @@ const tn_optdesc tn_optdescs[] = {
 	  "then measure the K fastest configurations of each task twice more (default 8; 0: off)", 0 },
 	{ "cover", "cover", TN_INT, F(cover), 0, 1e6, "N",
 	  "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)", 0 },
+	{ "model_file", "model-file", TN_STR, F(model_file), 0, 0, "FILE",
+	  "score candidates with this trained model (tunekit train), never refit", TN_KEEP },
 	{ "transfer_from", "transfer-from", TN_STR, F(transfer_from), 0, 0, "DB",
 	  "history store for a transfer-learning base model", TN_KEEP },
 	{ "transfer_hw", "transfer-hardware", TN_STR, F(transfer_hw), 0, 0, "HW",
