@@ -228,7 +228,7 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 test_expect_success 'help models and help searches print the tables' '
 	tunekit help models >hm &&
 	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer summary" &&
-	grep -q "^xgb  *knob,itervar,curve  *no  *yes " hm &&
+	grep -q "^xgb  *knob,itervar,curve,tlp  *no  *yes " hm &&
 	grep -q "^rfei  *knob,itervar,curve  *yes  *no " hm &&
 	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 4 &&
 	tunekit help searches >hs &&

@@ -1,8 +1,8 @@
 /*
  * feature: the public entry points of feature.h (kind names, versions,
  * lengths, dispatch), the table of kinds they read, and the knob kind. The
- * loop-nest kinds (itervar, curve) live in itervar.c, whose top comment
- * gives their exact layout.
+ * loop-nest kinds (itervar, curve) live in itervar.c and the schedule
+ * sequence kind (tlp) in tlp.c, whose top comments give their exact layout.
  *
  * knob (version 2): one group of values per knob of the space, in knob
  * order:
@@ -117,6 +117,11 @@ static int curve_length(const sp_space *sp)
 	return nslot * 2 * FEAT_CURVE_SAMPLES;
 }
 
+static int tlp_length(const sp_space *sp)
+{
+	return FEAT_TLP_L * FEAT_TLP_E;
+}
+
 /* One row per kind, in FEAT_* order. extract writes all length(sp) values
  * and sets *valid; a kind that needs_prog is only called with a program. */
 static const struct feat_row {
@@ -130,6 +135,7 @@ static const struct feat_row {
 	{ "knob", 2, 0, knob_length, knob_extract },
 	{ "itervar", 2, 1, itervar_length, feat_itervar },
 	{ "curve", 1, 1, curve_length, feat_curve },
+	{ "tlp", 1, 1, tlp_length, feat_tlp },
 };
 
 /* ---- entry points -------------------------------------------------------------- */
