@@ -685,7 +685,7 @@ static int tdescribe(void *s, mf_meta *m)
 const cm_kind cm_tlp = {
 	.name = "tlp",
 	.summary = "TLP: attention over schedule-primitive sequences, lambdarank",
-	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE,
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
 	.flags = CM_RANK,
 	.fit = tfit,
 	.predict = tpredict,
@@ -698,7 +698,7 @@ const cm_kind cm_tlp = {
 const cm_kind cm_mtl_tlp = {
 	.name = "mtl-tlp",
 	.summary = "MTL-TLP: TLP's backbone shared, one head per hardware",
-	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE,
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
 	.flags = CM_RANK | CM_MULTIHEAD,
 	.fit = tfit,
 	.predict = tpredict,

@@ -138,6 +138,7 @@ static void fit_params(tn_ctx *C, tn_task *t, cm_params *p)
 	p->rounds = C->o->xgb_rounds > 0 ? C->o->xgb_rounds : 0;
 	p->early_stop = C->o->xgb_rounds > 0 ? 0 : EARLY_STOP;
 	p->rng = &t->rng;
+	p->seq_e = feat_seq_width(C->feat);
 }
 
 /* The base model's output on n rows, weighted by t->base_w. */
