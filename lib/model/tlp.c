@@ -27,7 +27,8 @@
  * the default) or MSE, over groups of at most TLP_CHUNK rows of one task
  * and head drawn afresh each epoch. AdamW with a linear warm-up and a
  * cosine decay, gradients clipped to norm 1. The model trains a fixed
- * number of epochs (rounds; default TLP_EPOCHS): a validation set is not
+ * number of epochs (rounds; by default TLP_EPOCHS, or more on small data,
+ * to take at least TLP_MINSTEPS steps): a validation set is not
  * used to choose the epoch, so held-out tasks stay unseen. Deterministic
  * given the seed, up to OpenBLAS's summation order.
  *
@@ -55,6 +56,7 @@
 #define TLP_BMAX 128       /* sequences per batch */
 #define TLP_CHUNK 32       /* rows of one task and head per ranking group */
 #define TLP_EPOCHS 30
+#define TLP_MINSTEPS 1000  /* by default, at least this many steps */
 #define TLP_LR 1e-3f
 #define TLP_MAGIC 0x4d504c54u /* "TLPM" */
 #define TLP_VERSION 1u
@@ -592,7 +594,13 @@ static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void *
 		return rc;
 	n->rank = p->rank;
 	net_init(n, r);
-	if ((rc = train(n, tr, p->rounds > 0 ? p->rounds : TLP_EPOCHS, p->rank, r))) {
+	int epochs = p->rounds;
+	if (epochs <= 0) {
+		int steps = (tr->n + TLP_BMAX - 1) / TLP_BMAX;
+		epochs = (TLP_MINSTEPS + steps - 1) / steps;
+		epochs = epochs > TLP_EPOCHS ? epochs : TLP_EPOCHS;
+	}
+	if ((rc = train(n, tr, epochs, p->rank, r))) {
 		net_free(n);
 		return rc;
 	}
