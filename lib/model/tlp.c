@@ -32,6 +32,10 @@
  * used to choose the epoch, so held-out tasks stay unseen. Deterministic
  * given the seed, up to OpenBLAS's summation order.
  *
+ * An update (the tuner's refit after a plan) fine-tunes the network it has
+ * on all the records so far for about TLP_UPDATESTEPS steps (at least one
+ * epoch), rather than training a new one from scratch.
+ *
  * mtl-tlp is the same network with K heads: the backbone (encoder,
  * attention, blocks) is shared, rows of hardware k train head k only (the
  * loss of a row is masked for the other heads), and predictions use head 0,
@@ -57,6 +61,7 @@
 #define TLP_CHUNK 32       /* rows of one task and head per ranking group */
 #define TLP_EPOCHS 30
 #define TLP_MINSTEPS 1000  /* by default, at least this many steps */
+#define TLP_UPDATESTEPS 200 /* an update fine-tunes for this many steps */
 #define TLP_LR 1e-3f
 #define TLP_MAGIC 0x4d504c54u /* "TLPM" */
 #define TLP_VERSION 1u
@@ -608,6 +613,26 @@ static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void *
 	return TK_OK;
 }
 
+static int tupdate(void *s, const cm_params *p, const cm_data *all)
+{
+	tlp_net *n = s;
+	tk_rng own, *r = p->rng;
+	if (all->margin || all->head)
+		return tk_seterr(TK_EINVAL, "tlp: an update takes rows of the target alone");
+	if (all->d != n->E * n->L)
+		return tk_seterr(TK_EINVAL, "tlp: the model takes %d features per row, got %d",
+		                 n->E * n->L, all->d);
+	for (int i = 0; i < all->n; i++)
+		if (!isfinite(all->y[i]))
+			return tk_seterr(TK_EINVAL, "tlp: label %d is not a number", i);
+	if (!r) {
+		tk_rng_seed(&own, p->seed, 0x746c7075);
+		r = &own;
+	}
+	int steps = (all->n + TLP_BMAX - 1) / TLP_BMAX;
+	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, r);
+}
+
 static uint64_t shape_tag(const tlp_net *n)
 {
 	uint32_t v[5] = { TLP_VERSION, (uint32_t)n->E, (uint32_t)n->L, (uint32_t)n->K, TLP_H };
@@ -696,6 +721,7 @@ const cm_kind cm_tlp = {
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
 	.flags = CM_RANK,
 	.fit = tfit,
+	.update = tupdate,
 	.predict = tpredict,
 	.save = tsave,
 	.load = tload,
@@ -709,6 +735,7 @@ const cm_kind cm_mtl_tlp = {
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
 	.flags = CM_RANK | CM_MULTIHEAD,
 	.fit = tfit,
+	.update = tupdate,
 	.predict = tpredict,
 	.save = tsave,
 	.load = tload,

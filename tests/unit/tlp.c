@@ -207,6 +207,14 @@ TEST(tlp_learns_a_ranking)
 	free(buf);
 	/* Rows of another length are refused. */
 	CHECK_EQ_INT(cm_predict(m, xt, 2, SL * SE - 1, NULL, p2), TK_EINVAL);
+	/* An update fine-tunes the same network: it still ranks, and differs. */
+	CHECK_EQ_INT(cm_update(m, &cp, &d), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, xt, NT, SL * SE, NULL, p2), TK_OK);
+	CHECK(memcmp(p, p2, sizeof p2) != 0);
+	CHECK(pair_accuracy(p2, yt, GT, PER) > 0.85);
+	cm_data bad = d;
+	bad.d = SL * SE - SE;
+	CHECK_EQ_INT(cm_update(m, &cp, &bad), TK_EINVAL);
 	cm_free(m);
 	cm_free(m2);
 }
