@@ -175,9 +175,16 @@ dataset-pack:
 	sh data/dataset/pack.sh
 # TLP and MTL-TLP against xgb on the dataset's held-out networks, and the
 # replayed search on their pools (tests/bench/tlp.sh).
+# Then MTL-TLP on Kernel Tuner's GPU spaces (tests/bench/kt-mtl.sh).
 TLP_DATASET ?= data/dataset/build/dataset.db
-bench-tlp: tunekit
+KT_SEEDS ?= 3
+$(BUILD)/bench/tlp_score: tests/bench/tlp_score.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+bench-tlp: tunekit $(BUILD)/bench/tlp_score
+	$(BUILD)/bench/tlp_score
 	sh tests/bench/tlp.sh ./tunekit $(TLP_DATASET) $(BUILD)/bench/tlp
+	sh tests/bench/kt-mtl.sh ./tunekit $(BUILD)/bench/tlp $(KT_SEEDS)
 
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).

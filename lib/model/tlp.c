@@ -19,8 +19,8 @@
  * and the score of a sequence is the sum of its positions' outputs. A
  * sequence's length is its number of leading positions that are not all
  * zero (padding rows are zero; every primitive row has a one-hot kind).
- * Work runs on the T valid positions packed together, not on B x L, and
- * only attention sees the padded (B, L, .) layout.
+ * Work runs on the T valid positions packed together, not on B x L:
+ * attention takes each sequence's packed rows as a batch of one.
  *
  * The label is the task's best latency over the row's latency (throughput
  * normalised per task, 0 for invalid rows); the loss is lambdarank (rank,
@@ -84,16 +84,14 @@ typedef struct tlp_act {
 	float *x;                /* (T, E) */
 	float *enc[4];           /* (T, enc_dim[i]) after ReLU */
 	float *qkv;              /* (T, 3H) */
-	float *qkvp, *attp;      /* (B, L, 3H), (B, L, H): padded for attention */
-	float *att;              /* (B, A, L, L) */
+	float *att;              /* sequence b's (A, len, len) at attoff[b] */
 	float *ao;               /* (T, H) attention output, packed */
 	float *h[TLP_NRES + 1];  /* (T, H): h[0] after attention + residual */
 	float *r[TLP_NRES];      /* (T, H) ReLU outputs of the blocks */
 	float *dec[4];           /* (T, dec_dim[i]) */
 	/* gradients */
 	float *g0, *g1, *g2;     /* (T, H) each */
-	float *gqkv, *gqkvp;     /* (T, 3H), (B, L, 3H) */
-	float *gattp;            /* (B, L, H) */
+	float *gqkv;             /* (T, 3H) */
 	float *gdec[4];          /* (T, dec_dim[i]) */
 	float *genc[4];          /* (T, enc_dim[i]) */
 	float *scratch;          /* (L, L) */
@@ -107,6 +105,7 @@ typedef struct tlp_net {
 	float *actblock;
 	tlp_act a;
 	int len[TLP_BMAX], off[TLP_BMAX + 1];
+	size_t attoff[TLP_BMAX];
 	int T;
 } tlp_net;
 
@@ -174,7 +173,7 @@ static int net_new(int E, int L, int K, tlp_net **out)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	}
 	/* Activations. */
-	size_t T = (size_t)TLP_BMAX * L, BL = T, H = TLP_H;
+	size_t T = (size_t)TLP_BMAX * L, H = TLP_H;
 	tlp_act *a = &n->a;
 	float **aptr[48];
 	size_t asz[48];
@@ -188,8 +187,6 @@ static int net_new(int E, int L, int K, tlp_net **out)
 		ACT(a->gdec[i], T * dec_dim[i]);
 	}
 	ACT(a->qkv, T * 3 * H);
-	ACT(a->qkvp, BL * 3 * H);
-	ACT(a->attp, BL * H);
 	ACT(a->att, (size_t)TLP_BMAX * TLP_A * L * L);
 	ACT(a->ao, T * H);
 	for (int i = 0; i <= TLP_NRES; i++)
@@ -200,8 +197,6 @@ static int net_new(int E, int L, int K, tlp_net **out)
 	ACT(a->g1, T * H);
 	ACT(a->g2, T * H);
 	ACT(a->gqkv, T * 3 * H);
-	ACT(a->gqkvp, BL * 3 * H);
-	ACT(a->gattp, BL * H);
 	ACT(a->scratch, (size_t)L * L);
 #undef ACT
 	if (nn_alloc(&n->actblock, &count, aptr, asz, na)) {
@@ -274,25 +269,6 @@ static void linear_relu(float *y, const float *x, const float *w, const float *b
 	nn_relu_forward(y, y, (size_t)T * out);
 }
 
-/* Scatter packed rows (T, W) into the padded layout (B, L, W) and back. */
-static void scatter(float *pad /* (B,L,W) */, const float *packed /* (T,W) */, const tlp_net *n,
-                    int B, int W)
-{
-	for (int b = 0; b < B; b++) {
-		float *dst = pad + (size_t)b * n->L * W;
-		memcpy(dst, packed + (size_t)n->off[b] * W, sizeof *dst * (size_t)n->len[b] * W);
-		memset(dst + (size_t)n->len[b] * W, 0, sizeof *dst * (size_t)(n->L - n->len[b]) * W);
-	}
-}
-
-static void gather(float *packed /* (T,W) */, const float *pad /* (B,L,W) */, const tlp_net *n,
-                   int B, int W)
-{
-	for (int b = 0; b < B; b++)
-		memcpy(packed + (size_t)n->off[b] * W, pad + (size_t)b * n->L * W,
-		       sizeof *packed * (size_t)n->len[b] * W);
-}
-
 /* Scores of B <= TLP_BMAX sequences x (B, L*E); rows of sequence b use
  * decoder head[b] (NULL: all 0), and sequences of one head must be
  * contiguous (the caller orders a batch by head). */
@@ -309,6 +285,7 @@ static void net_forward(tlp_net *n, float *score /* (B) */, const float *x /* (B
 			n->len[b] = 1; /* an all-zero row still gets a score */
 		memcpy(a->x + (size_t)n->off[b] * E, xb, sizeof *xb * (size_t)n->len[b] * E);
 		n->off[b + 1] = n->off[b] + n->len[b];
+		n->attoff[b] = b ? n->attoff[b - 1] + (size_t)TLP_A * n->len[b - 1] * n->len[b - 1] : 0;
 	}
 	int T = n->T = n->off[B], in = E;
 	const float *prev = a->x;
@@ -318,9 +295,11 @@ static void net_forward(tlp_net *n, float *score /* (B) */, const float *x /* (B
 		in = enc_dim[i];
 	}
 	nn_linear_forward(a->qkv, prev, n->w.qkv_w, n->w.qkv_b, T, H, 3 * H);
-	scatter(a->qkvp, a->qkv, n, B, 3 * H);
-	nn_attention_forward(a->attp, a->att, a->qkvp, n->len, B, L, H, TLP_A);
-	gather(a->ao, a->attp, n, B, H);
+	/* A sequence's packed rows are a batch of one of its own length. */
+	for (int b = 0; b < B; b++)
+		nn_attention_forward(a->ao + (size_t)n->off[b] * H, a->att + n->attoff[b],
+		                     a->qkv + (size_t)n->off[b] * 3 * H, &n->len[b], 1, n->len[b], H,
+		                     TLP_A);
 	nn_linear_forward(a->h[0], a->ao, n->w.proj_w, n->w.proj_b, T, H, H);
 	nn_residual_forward(a->h[0], a->h[0], prev, (size_t)T * H);
 	for (int i = 0; i < TLP_NRES; i++) {
@@ -357,7 +336,7 @@ static void net_forward(tlp_net *n, float *score /* (B) */, const float *x /* (B
 static void net_backward(tlp_net *n, const float *dscore /* (B) */, const int *head, int B)
 {
 	tlp_act *a = &n->a;
-	const int L = n->L, H = TLP_H, T = n->T;
+	const int H = TLP_H, T = n->T;
 	for (int b = 0; b < B; b++)
 		for (int t = n->off[b]; t < n->off[b + 1]; t++)
 			a->gdec[3][t] = dscore[b];
@@ -399,11 +378,11 @@ static void net_backward(tlp_net *n, const float *dscore /* (B) */, const int *h
 	memcpy(genc3, gh, sizeof *gh * (size_t)T * H);
 	nn_zero(gao, (size_t)T * H);
 	nn_linear_backward(gao, n->dw.proj_w, n->dw.proj_b, gh, a->ao, n->w.proj_w, T, H, H);
-	scatter(a->gattp, gao, n, B, H);
-	nn_zero(a->gqkvp, (size_t)B * L * 3 * H);
-	nn_attention_backward(a->gqkvp, a->scratch, a->gattp, a->qkvp, a->att, n->len, B, L, H,
-	                      TLP_A);
-	gather(a->gqkv, a->gqkvp, n, B, 3 * H);
+	nn_zero(a->gqkv, (size_t)T * 3 * H);
+	for (int b = 0; b < B; b++)
+		nn_attention_backward(a->gqkv + (size_t)n->off[b] * 3 * H, a->scratch,
+		                      gao + (size_t)n->off[b] * H, a->qkv + (size_t)n->off[b] * 3 * H,
+		                      a->att + n->attoff[b], &n->len[b], 1, n->len[b], H, TLP_A);
 	nn_linear_backward(genc3, n->dw.qkv_w, n->dw.qkv_b, a->gqkv, a->enc[3], n->w.qkv_w, T, H,
 	                   3 * H);
 	for (int i = 3; i >= 0; i--) {
