@@ -14,7 +14,7 @@
 
 static const char *const usage[] = {
 	"tunekit tune (--task TASK... | --network NAME) --trials N [--model NAME]\n"
-	"             [--search NAME] [--feature itervar|knob|curve|tlp] [OPTIONS]\n"
+	"             [--search NAME] [--feature itervar|knob|curve|tlp|graph] [OPTIONS]\n"
 	"       tunekit tune --resume [--run ID]",
 	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by a\n"
 	"search (simulated annealing) on a cost model fit to the measurements so far (the\n"

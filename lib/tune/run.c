@@ -470,7 +470,7 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	char names[256];
 	int rc;
 	if ((C->feat = feat_kind_parse(o->feature)) < 0)
-		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp)", o->feature);
+		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o->feature);
 	if ((rc = cm_lookup(o->model, &C->mk)) || (rc = sr_lookup(o->search, &C->sk)))
 		return rc;
 	assert(C->sk->next || C->sk->plan);
