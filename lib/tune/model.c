@@ -218,7 +218,7 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 {
 	int d, rc;
-	if (C->mk->flags & CM_UNCERTAINTY) {
+	if (C->mk->flags & CM_EI) {
 		/* expected positive improvement over the best measured: 1 in the
 		 * normalised throughputs the model learnt */
 		float *sd = malloc(sizeof *sd * (size_t)(n > 0 ? n : 1));
