@@ -30,7 +30,7 @@
  * the head (F1, f1, F2, f2, F3, f3) last, so the head is one contiguous
  * run of Q floats that MAML and fine-tuning copy, adapt and average.
  *
- * Fit (the table's fit; pre-training): every row, Adam (lr 1e-3, warm-up
+ * Fit (the table's fit; pre-training): every row, Adam (lr 3e-3, warm-up
  * and cosine decay), batches of META_BMAX rows, gradients clipped to norm
  * 1, for rounds epochs (default: at least META_EPOCHS and META_MINSTEPS
  * steps). Update (the tuner's refit, a fine-tune): the embedding stays;
@@ -69,8 +69,8 @@
 #define D2 64
 #define META_BMAX 64        /* rows per batch of the embedding */
 #define META_EPOCHS 30
-#define META_MINSTEPS 600
-#define META_LR 1e-3f
+#define META_MINSTEPS 2000
+#define META_LR 3e-3f
 #define META_FTBATCH 256    /* fine-tuning batch at most */
 #define META_MAXHEADS 16
 #define META_MAGIC 0x4154454du /* "META" */
@@ -1097,7 +1097,7 @@ int meta_maml(cm_model *mm, const meta_opts *o, const cm_data *d, const meta_tas
 		memcpy(m->param + m->head_off, theta, sizeof *theta * Q);
 		m->flags |= META_TRAINED;
 		m->alpha = (float)o->alpha;
-		m->ft_steps = o->finetune_steps ? o->finetune_steps : 4 * o->inner_steps;
+		m->ft_steps = o->finetune_steps ? o->finetune_steps : o->inner_steps;
 		m->heads = o->heads;
 		free(m->ens);
 		m->ens = NULL;

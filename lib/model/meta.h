@@ -38,7 +38,8 @@ typedef struct meta_opts {
 	                        META_MINSTEPS steps, at least META_EPOCHS */
 	int meta_steps;      /* meta-steps (outer updates) */
 	int finetune_steps;  /* the model's update later: SGD steps from the
-	                        meta-learnt head (0: 4 x inner_steps) */
+	                        meta-learnt head (0: inner_steps, the
+	                        adaptation MAML trained the head for) */
 	int heads;           /* the update's ensemble of fine-tuned heads */
 	uint64_t seed;
 } meta_opts;
