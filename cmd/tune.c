@@ -35,7 +35,7 @@ static const char *const usage[] = {
 
 static struct {
 	opt_list task;
-	const char *network, *given[MAXDESC];
+	const char *network, *meta, *given[MAXDESC];
 	int64_t run;
 	ms_cli ms;
 	int resume;
@@ -46,6 +46,7 @@ static opt options[MAXDESC + 8];
 static const opt fixed_head[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_STRING, "meta", 0, &o.meta, "FILE", "a meta-trained model (pretrain-meta) each task fine-tunes: --model-file for meta" },
 };
 static const opt fixed_tail[] = {
 	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
@@ -127,6 +128,14 @@ static int apply(tk_ctx *ctx, tn_opts *t, int resuming)
 	}
 	if (o.network && !resuming)
 		snprintf(t->network, sizeof t->network, "%s", o.network);
+	if (o.meta) {
+		const tn_optdesc *d = tn_optdesc_find("model_file");
+		int rc;
+		if (t->model_file[0] && strcmp(t->model_file, o.meta))
+			return tk_fail(ctx, TK_EINVAL, "--meta and --model-file name different files");
+		if ((rc = tn_opt_set(t, d, o.meta)))
+			return tk_fail(ctx, rc, "--meta: %s", tk_errmsg());
+	}
 	t->seed = (uint64_t)ctx->common.seed;
 	t->ms.jobs = (int)ctx->common.jobs;
 	return ms_cli_apply(ctx, &o.ms, &t->ms);
@@ -158,6 +167,9 @@ static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 			return tk_fail(ctx, TK_EINVAL, "--%s %s, but %s is a %s model on %s features",
 			               tn_optdescs[i].flag, o.given[i], t->model_file, kind, fname);
 	}
+	if (o.meta && strcmp(kind, "meta"))
+		return tk_fail(ctx, TK_EINVAL, "--meta takes a meta model (tunekit pretrain-meta); %s is"
+		               " a %s model (give it with --model-file)", t->model_file, kind);
 	snprintf(t->model, sizeof t->model, "%s", kind);
 	snprintf(t->feature, sizeof t->feature, "%s", fname);
 	in->model_d = (int)len;

@@ -155,8 +155,8 @@ int model_fit(tn_ctx *C, tn_task *t)
 	int d, rc;
 	float *x = NULL, *y = NULL, *margin = NULL;
 	cm_params p;
-	if (t->nx == 0 || C->fixed)
-		return TK_OK;
+	if (t->nx == 0 || (C->fixed && !t->model))
+		return TK_OK; /* a trained model that is never refit */
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
 	x = malloc(sizeof *x * (size_t)t->nx * (size_t)d);
@@ -198,7 +198,7 @@ done:
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd)
 {
 	int d, rc;
-	cm_model *m = C->fixed ? C->fixed : t->model;
+	cm_model *m = t->model ? t->model : C->fixed;
 	if (!m) {
 		for (int i = 0; i < n; i++)
 			mu[i] = sd[i] = 0;
@@ -230,7 +230,8 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		free(sd);
 		return rc;
 	}
-	if (!t->model && !t->base && !C->fixed) {
+	cm_model *m = t->model ? t->model : C->fixed; /* the task's own, or the file's */
+	if (!m && !t->base) {
 		for (int i = 0; i < n; i++)
 			out[i] = 0;
 		return TK_OK;
@@ -238,17 +239,15 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
-	float *margin = t->base && t->model ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;
-	if (!x || (t->base && t->model && !margin))
+	float *margin = t->base && m ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;
+	if (!x || (t->base && m && !margin))
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	else if ((rc = model_features(C, t, c, n, x, &d)))
 		;
-	else if (C->fixed)
-		rc = cm_predict(C->fixed, x, n, d, NULL, out);
-	else if (!t->model)
+	else if (!m)
 		rc = cm_predict(t->base, x, n, d, NULL, out); /* nothing measured yet */
 	else if (!margin || !(rc = base_margin(t, x, n, d, margin)))
-		rc = cm_predict(t->model, x, n, d, margin, out);
+		rc = cm_predict(m, x, n, d, margin, out);
 	free(x);
 	free(margin);
 	return rc;

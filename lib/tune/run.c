@@ -535,6 +535,11 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		                                         " takes %d", J.tk[i]->key, d, o->feature,
 		                                         in->model_d))))
 			goto done;
+	/* a model file that is a starting point (CM_FINETUNE): each task
+	 * fine-tunes its own copy on its records */
+	for (int i = 0; J.C.fixed && (cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) && i < ntask; i++)
+		if ((rc = cm_clone(J.C.fixed, &J.tk[i]->model)))
+			goto done;
 	/* the register file of the target measured on bounds the tiles drawn */
 	for (int i = 0; i < ntask && !J.C.data && o->regtile; i++)
 		if (J.tk[i]->space->prog)
