@@ -16,8 +16,9 @@
 static const char *const usage[] = {
 	"tunekit pretrain-meta [--db DATASET] [-o FILE] [--hardware ID] [--alpha A] [--beta B]\n"
 	"                      [--inner-steps S] [--tasks-per-batch T] [--ways N] [--shots K]\n"
-	"                      [--queries Q] [--epochs E] [--meta-steps M] [--finetune-steps S]\n"
-	"                      [--heads M] [--holdout-task TASK... | --holdout-network NAME...]",
+	"                      [--queries Q] [--epochs E] [--pretrain-share F] [--meta-steps M]\n"
+	"                      [--finetune-steps S] [--heads M]\n"
+	"                      [--holdout-task TASK... | --holdout-network NAME...]",
 	"Meta-train MetaTune's cost model (the model 'meta') on the records of one hardware ID\n"
 	"of a dataset store (default: the one with the most records that have graph features;\n"
 	"see 'tunekit extract-features --kind graph'). First supervised pre-training of the\n"
