@@ -444,6 +444,14 @@ static int log_time(job *J)
 		if (rc)
 			return rc;
 	}
+	/* and per task the model's fits (refits and fine-tuning updates) */
+	for (int i = 0; J->C.model_based && i < J->ntask; i++) {
+		char k[600];
+		snprintf(k, sizeof k, "fits:%s", J->tk[i]->key);
+		int rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, k, J->tk[i]->fits);
+		if (rc)
+			return rc;
+	}
 	return TK_OK;
 }
 
