@@ -232,7 +232,8 @@ test_expect_success 'help models and help searches print the tables' '
 	grep -q "^rfei  *knob,itervar,curve  *yes  *no " hm &&
 	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no " hm &&
 	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no " hm &&
-	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 6 &&
+	grep -q "^meta  *graph  *yes  *no " hm &&
+	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 7 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
 	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 5 &&
