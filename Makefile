@@ -8,6 +8,8 @@
 #   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
+#   make metatune-dataset  build or continue MetaTune's meta-training set
+#   make bench-meta MetaTune against xgb on held-out networks (small setting)
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-tlp  TLP and MTL-TLP against xgb on the offline dataset
@@ -170,6 +172,16 @@ demo: tunekit
 DATASET_MINUTES ?= 0
 dataset: tunekit
 	sh data/dataset/build.sh $(DATASET_MINUTES)
+# MetaTune's meta-training set (data/metatune/README.md): the paper's 47
+# convolution kernels x METATUNE_SAMPLE configurations, resumably; stop
+# starting kernels after METATUNE_MINUTES (0: never), METATUNE_TASKS=N for the
+# first N kernels only.
+METATUNE_MINUTES ?= 0
+metatune-dataset: tunekit
+	METATUNE_SAMPLE='$(METATUNE_SAMPLE)' METATUNE_TASKS='$(METATUNE_TASKS)' \
+	sh data/metatune/build.sh $(METATUNE_MINUTES)
+METATUNE_SAMPLE ?= 200
+METATUNE_TASKS ?= 0
 # The shipped copy (data/dataset/dataset.db.gz) and its manifest.
 dataset-pack:
 	sh data/dataset/pack.sh
@@ -268,6 +280,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack bench-tlp bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

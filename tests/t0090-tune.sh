@@ -236,7 +236,8 @@ test_expect_success 'help models and help searches print the tables' '
 	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 7 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
-	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 5 &&
+	grep -q "^bo  *model+uncertainty " hs &&
+	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 6 &&
 	tunekit tune --help >h && grep -q "tunekit help models" h && grep -q "tunekit help searches" h
 '
 

@@ -43,6 +43,8 @@ const tn_optdesc tn_optdescs[] = {
 	{ "seed", NULL, TN_U64, F(seed), 0, 0, NULL, NULL, 0 },
 	{ "xgb_rounds", "xgb-rounds", TN_INT, F(xgb_rounds), 0, 1e6, "N",
 	  "fixed boosting rounds of the model (default: early stopping)", 0 },
+	{ "bo_kappa", "bo-kappa", TN_DBL, F(bo_kappa), 0, 100, "K",
+	  "bo: weight of the model's deviation in the acquisition mu + K sigma (default 2)", 0 },
 	{ "sa_chains", "sa-chains", TN_INT, F(sa.chains), 1, 1e6, "N",
 	  "simulated annealing chains (default 128)", 0 },
 	{ "sa_iters", "sa-iters", TN_INT, F(sa.iters), 1, 1e9, "N", "simulated annealing steps (default 500)", 0 },

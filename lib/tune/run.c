@@ -32,6 +32,7 @@ void tn_opts_default(tn_opts *o)
 	o->regtile = -1;
 	o->confirm = 8;
 	o->cover = 16;
+	o->bo_kappa = 2;
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
 }

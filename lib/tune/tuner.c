@@ -24,15 +24,29 @@ double tuner_throughput(const tn_task *t, const ms_result *r)
 	return (t->flops > 0 ? t->flops : 1.0) / r->run.median;
 }
 
-/* What the search sees of t. */
-static sr_env env_of(tn_ctx *C, tn_task *t)
+typedef struct dist_ctx {
+	tn_ctx *C;
+	tn_task *t;
+} dist_ctx;
+
+static int dist(void *p, const sp_config *c, int n, float *mu, float *sd)
+{
+	dist_ctx *d = p;
+	return model_predict_dist(d->C, d->t, c, n, mu, sd);
+}
+
+/* What the search sees of t; dc holds the model's deviation callback's
+ * context and must live as long as the env. */
+static sr_env env_of(tn_ctx *C, tn_task *t, dist_ctx *dc)
 {
 	/* model-free annealing: the temperature falls from 1 to 0 over the
 	 * task's share of the budget */
 	double total = C->o->trials > 0 ? (double)C->o->trials : 1;
 	double temp = 1 - (double)t->trials / total;
+	int unc = cm_is_model(C->mk) && (C->mk->flags & CM_UNCERTAINTY);
+	*dc = (dist_ctx){ C, t };
 	sr_env e = { t->space, &t->visited, &t->rng, C->o->batch, temp < 1e-3 ? 1e-3 : temp,
-	             t->best_thr };
+	             t->best_thr, unc ? dist : NULL, dc, C->o->bo_kappa };
 	return e;
 }
 
@@ -248,7 +262,8 @@ static int replan(tn_ctx *C, tn_task *t)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
-	sr_env e = env_of(C, t);
+	dist_ctx dc;
+	sr_env e = env_of(C, t, &dc);
 	if ((rc = C->sk->plan(&t->search, &e, &C->o->sa, score, &s, want, cand, sc, &got)))
 		goto done;
 	free(t->plan);
@@ -283,7 +298,8 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	int rc = TK_OK;
 	*n = 0;
 	if (!C->model_based) {
-		sr_env e = env_of(C, t);
+		dist_ctx dc;
+		sr_env e = env_of(C, t, &dc);
 		rc = C->sk->next(&t->search, &e, want, out, n);
 	} else {
 		/* ModelBasedTuner.next_batch */
@@ -354,7 +370,8 @@ int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, 
 			return tk_seterr(TK_ENOMEM, "out of memory");
 		for (int i = 0; i < n; i++)
 			thr[i] = tuner_throughput(t, &r[i]);
-		sr_env e = env_of(C, t);
+		dist_ctx dc;
+		sr_env e = env_of(C, t, &dc);
 		C->sk->learn(t->search, &e, c, thr, n);
 		free(thr);
 	}
