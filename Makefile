@@ -198,6 +198,19 @@ bench-tlp: tunekit $(BUILD)/bench/tlp_score
 	sh tests/bench/tlp.sh ./tunekit $(TLP_DATASET) $(BUILD)/bench/tlp
 	sh tests/bench/kt-mtl.sh ./tunekit $(BUILD)/bench/tlp $(KT_SEEDS)
 
+# MetaTune against xgb and xgb with transfer learning on the dataset's
+# held-out network (tests/bench/meta.sh): few-shot MSE and MSE(D), on the
+# training target and across targets. Small by default: the offline dataset
+# has 16 to 64 records per task.
+META_DATASET ?= data/dataset/build/dataset.db
+META_REPEATS ?= 3
+$(BUILD)/bench/meta_eval: tests/bench/meta_eval.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+bench-meta: tunekit $(BUILD)/bench/meta_eval
+	META_REPEATS='$(META_REPEATS)' sh tests/bench/meta.sh ./tunekit $(META_DATASET) \
+		$(BUILD)/bench/meta $(BUILD)/bench/meta_eval
+
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).
 $(BUILD)/bench/features: tests/bench/features.c $(BUILD)/libtunekit.a
