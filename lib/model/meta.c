@@ -179,6 +179,8 @@ static void net_free(meta_net *m)
 	free(m->grad);
 	free(m->ens);
 	free(m->actblock);
+	free(m->a.argmax);
+	free(m->a.len);
 	nn_csr_free(&m->adj);
 	free(m);
 }
@@ -241,8 +243,6 @@ static int net_new(meta_net **out)
 	*out = m;
 	return TK_OK;
 oom:
-	free(m->a.argmax);
-	free(m->a.len);
 	net_free(m);
 	return tk_seterr(TK_ENOMEM, "out of memory");
 }
