@@ -245,7 +245,7 @@ test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err &&
 	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, tlp, mtl-tlp, meta, none)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, random, grid)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, bo, random, grid)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model none --search csa 2>err &&
 	grep -q "csa needs a model with uncertainty: --model rfei, meta$" err &&
 	test_expect_code 2 tunekit tune --trials 4 2>err && grep -q "nothing to tune" err &&
