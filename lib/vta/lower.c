@@ -4,6 +4,11 @@
  * VTA templates; from a configuration, the program: instructions and
  * micro-op kernels (vta.h describes the instruction set).
  *
+ * The space: TVM's VTA knobs. Channel and batch tiles divide their block
+ * counts (AutoTVM's "factors"); output tiles take every height and width
+ * from 1 to the output's, as ML2Tuner's VTA backend does (its TW and TH),
+ * the last tile of a row or column of tiles being smaller: a boundary tile.
+ *
  * The program of a configuration (tiles tb x tco x th x tw of the output,
  * tci input channel blocks per step, T = h_threads x oc_threads virtual
  * threads) follows TVM's conv2d_packed schedule:
@@ -34,6 +39,14 @@
  * that never ends (a deadlock). With VTA_LOWER_DUMMY_TILES the absent
  * threads compute a dummy tile instead (their loads and stores move
  * nothing), which keeps the tokens paired at the cost of the wasted work.
+ *
+ * A boundary tile keeps a whole tile's layout in the buffers: its LOADs
+ * fill the rows and columns past the input with zeros (as padding, so at
+ * most 15 of them: VTA's pad fields have 4 bits), its GEMMs compute every
+ * row of the kernel (the rows past the output are dummy rows, computed and
+ * never stored) but only its own columns (the inner loop's count), and it
+ * stores its rows only, one STORE per row when it is narrower than a tile
+ * (the buffer rows are a tile wide).
  *
  * Micro-op kernels, per thread (their indices name the thread's regions):
  * the GEMM kernel has one micro-op per (b, r, s, co, oh) of a tile, under
@@ -153,14 +166,15 @@ int vta_shape_from_prog(const te_prog *p, const vta_hw *hw, vta_shape *sh)
 
 /* ---- the space --------------------------------------------------------------- */
 
-/* The split candidates of extent e: outer x inner, inner a divisor of e,
- * ascending. Returns the count; cand holds 2 * count values. */
-static int divisor_splits(int64_t e, int64_t *cand, int max)
+/* The split candidates of extent e: outer x inner, inner a divisor of e or
+ * (every) any size, outer ceil(e / inner); ascending. Returns the count;
+ * cand holds 2 * count values. */
+static int splits(int64_t e, int every, int64_t *cand, int max)
 {
 	int n = 0;
 	for (int64_t d = 1; d <= e && n < max; d++)
-		if (e % d == 0) {
-			cand[2 * n] = e / d;
+		if (every || e % d == 0) {
+			cand[2 * n] = ceildiv(e, d);
 			cand[2 * n + 1] = d;
 			n++;
 		}
@@ -174,23 +188,24 @@ int vta_space_create(const vta_shape *sh, sp_space **out)
 	static const int64_t threads[] = { 1, 2 };
 	sp_knob k[8];
 	int nk = 0, rc;
-	struct { const char *name; int64_t extent; int conv_only; } splits[] = {
-		{ "tile_b", sh->nb, 0 }, { "tile_h", sh->oh, 1 }, { "tile_w", sh->ow, 1 },
-		{ "tile_ci", sh->cb, 0 }, { "tile_co", sh->kb, 0 },
+	/* conv_only: a knob of conv2d's template only; every: any size */
+	struct { const char *name; int64_t extent; int conv_only, every; } split[] = {
+		{ "tile_b", sh->nb, 0, 0 }, { "tile_h", sh->oh, 1, 1 }, { "tile_w", sh->ow, 1, 1 },
+		{ "tile_ci", sh->cb, 0, 0 }, { "tile_co", sh->kb, 0, 0 },
 	};
-	int64_t *cand = malloc(sizeof(int64_t) * 2 * MAXDIV * ArraySize(splits));
+	int64_t *cand = malloc(sizeof(int64_t) * 2 * MAXDIV * ArraySize(split));
 	if (!cand)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	memset(k, 0, sizeof k);
-	for (int i = 0; i < ArraySize(splits); i++) {
-		if (splits[i].conv_only && sh->op != VTA_CONV2D)
+	for (int i = 0; i < ArraySize(split); i++) {
+		if (split[i].conv_only && sh->op != VTA_CONV2D)
 			continue;
-		k[nk].name = splits[i].name;
+		k[nk].name = split[i].name;
 		k[nk].kind = KNOB_SPLIT;
 		k[nk].nlevel = 2;
-		k[nk].extent = splits[i].extent;
+		k[nk].extent = split[i].extent;
 		k[nk].cand = cand + 2 * MAXDIV * i;
-		k[nk].n = divisor_splits(splits[i].extent, k[nk].cand, MAXDIV);
+		k[nk].n = splits(split[i].extent, split[i].every, k[nk].cand, MAXDIV);
 		nk++;
 	}
 	const char *nthread[] = { "oc_nthread", "h_nthread" };
@@ -504,8 +519,8 @@ static int64_t kernel(lower *L, int v, int k)
 typedef struct tile {
 	int v;
 	int64_t b0, h0, k0, w0;
+	int64_t rows, cols;     /* of the output: fewer than a tile's at the boundary */
 	int present;
-	int pop, push;          /* the thread's tokens in the round, see emit_round */
 } tile;
 
 static void emit_loads(lower *L, const tile *t, int64_t ci0, unsigned dep_first, unsigned dep_last)
@@ -577,7 +592,7 @@ static void emit_gemm(lower *L, const tile *t, int reset, unsigned dep)
 	in.uop_bgn = (int32_t)kernel(L, t->v, k);
 	in.uop_end = (int32_t)(in.uop_bgn + L->ksize[k]);
 	in.iter_out = reset ? 1 : (int32_t)sc->tci;
-	in.iter_in = (int32_t)sc->tw;
+	in.iter_in = (int32_t)t->cols;
 	in.dst_in = 1;
 	if (!reset) {
 		in.src_out = (int32_t)(L->ih * L->iw);
@@ -601,7 +616,7 @@ static void emit_alu(lower *L, const tile *t, int op, int imm, unsigned dep)
 	in.uop_bgn = (int32_t)kernel(L, t->v, KERN_ALU);
 	in.uop_end = in.uop_bgn + 1;
 	in.iter_out = (int32_t)(sc->tb * sc->tco * sc->th);
-	in.iter_in = (int32_t)sc->tw;
+	in.iter_in = (int32_t)t->cols;
 	in.dst_out = in.src_out = (int32_t)sc->tw;
 	in.dst_in = in.src_in = 1;
 	put(L, &in);
@@ -611,26 +626,30 @@ static void emit_stores(lower *L, const tile *t, unsigned dep_first, unsigned de
 {
 	const vta_shape *sh = L->sh;
 	const vta_sched *sc = L->sc;
-	int n = (int)(sc->tb * sc->tco), i = 0;
+	/* a tile narrower than the buffer rows is stored row by row */
+	int64_t per = t->cols < sc->tw ? t->rows : 1;
+	int64_t n = sc->tb * sc->tco * per, i = 0;
 	for (int64_t b = 0; b < sc->tb; b++)
-		for (int64_t co = 0; co < sc->tco; co++, i++) {
-			vta_insn in;
-			memset(&in, 0, sizeof in);
-			in.op = VTA_OP_STORE;
-			in.buf = VTA_BUF_OUT;
-			in.thread = (int16_t)t->v;
-			in.sram = (int32_t)(t->v * L->reg[VTA_BUF_ACC] + (b * sc->tco + co) * sc->th * sc->tw);
-			in.dep = (uint8_t)((i == 0 ? dep_first : 0) | (i == n - 1 ? dep_last : 0));
-			if (t->present) {
-				int64_t nb = t->b0 * sc->tb + b, kb = t->k0 * sc->tco + co;
-				in.dram = (int32_t)(((nb * sh->kb + kb) * sh->oh + t->h0 * sc->th) * sh->ow +
-				                    t->w0 * sc->tw);
-				in.y_size = (int32_t)sc->th;
-				in.x_size = (int32_t)sc->tw;
-				in.x_stride = (int32_t)sh->ow;
+		for (int64_t co = 0; co < sc->tco; co++)
+			for (int64_t y = 0; y < per; y++, i++) {
+				vta_insn in;
+				memset(&in, 0, sizeof in);
+				in.op = VTA_OP_STORE;
+				in.buf = VTA_BUF_OUT;
+				in.thread = (int16_t)t->v;
+				in.sram = (int32_t)(t->v * L->reg[VTA_BUF_ACC] +
+				                    ((b * sc->tco + co) * sc->th + y) * sc->tw);
+				in.dep = (uint8_t)((i == 0 ? dep_first : 0) | (i == n - 1 ? dep_last : 0));
+				if (t->present) {
+					int64_t nb = t->b0 * sc->tb + b, kb = t->k0 * sc->tco + co;
+					in.dram = (int32_t)(((nb * sh->kb + kb) * sh->oh + t->h0 * sc->th + y) *
+					                    sh->ow + t->w0 * sc->tw);
+					in.y_size = (int32_t)(per > 1 ? 1 : t->rows);
+					in.x_size = (int32_t)t->cols;
+					in.x_stride = (int32_t)sh->ow;
+				}
+				put(L, &in);
 			}
-			put(L, &in);
-		}
 }
 
 /* One round: the tiles of every thread, step by step. first and last say
@@ -668,6 +687,7 @@ static void emit_round(lower *L, tile *t, int first, int last)
 
 static void emit_program(lower *L)
 {
+	const vta_shape *sh = L->sh;
 	const vta_sched *sc = L->sc;
 	vta_stats *st = L->st;
 	int64_t total = L->st->uops;
@@ -688,7 +708,13 @@ static void emit_program(lower *L)
 						t[v].k0 = kr * sc->oc_threads + ov;
 						t[v].w0 = w0;
 						t[v].present = t[v].h0 < L->H0 && t[v].k0 < L->K0;
+						/* an absent thread's dummy tile is a whole one */
+						t[v].rows = t[v].h0 >= L->H0 - 1 && t[v].present
+						            ? sh->oh - (L->H0 - 1) * sc->th : sc->th;
+						t[v].cols = w0 == L->W0 - 1 ? sh->ow - (L->W0 - 1) * sc->tw : sc->tw;
 						st->tiles += t[v].present;
+						if (t[v].present)
+							st->dummy_rows += (sc->th - t[v].rows) * sc->tb * sc->tco;
 					}
 					emit_round(L, t, rho == 0, rho == rounds - 1);
 					if (L->oom)
@@ -710,8 +736,8 @@ int vta_lower(const vta_hw *hw, const vta_shape *sh, const vta_sched *sc, unsign
 	assert(hw && sh && sc && status);
 	assert(sc->h_threads >= 1 && sc->oc_threads >= 1 &&
 	       sc->h_threads * sc->oc_threads <= VTA_MAXTHREAD);
-	assert(sh->nb % sc->tb == 0 && sh->oh % sc->th == 0 && sh->ow % sc->tw == 0 &&
-	       sh->cb % sc->tci == 0 && sh->kb % sc->tco == 0);
+	assert(sh->nb % sc->tb == 0 && sc->th >= 1 && sc->th <= sh->oh && sc->tw >= 1 &&
+	       sc->tw <= sh->ow && sh->cb % sc->tci == 0 && sh->kb % sc->tco == 0);
 	if (out)
 		*out = NULL;
 	*status = VTA_OK;
@@ -733,8 +759,8 @@ int vta_lower(const vta_hw *hw, const vta_shape *sh, const vta_sched *sc, unsign
 	L.reg[VTA_BUF_WGT] = sc->tco * sc->tci * sh->r * sh->s;
 	L.reg[VTA_BUF_ACC] = L.reg[VTA_BUF_OUT] = sc->tb * sc->tco * sc->th * sc->tw;
 	L.N0 = sh->nb / sc->tb;
-	L.H0 = sh->oh / sc->th;
-	L.W0 = sh->ow / sc->tw;
+	L.H0 = ceildiv(sh->oh, sc->th);
+	L.W0 = ceildiv(sh->ow, sc->tw);
 	L.C0 = sh->cb / sc->tci;
 	L.K0 = sh->kb / sc->tco;
 	L.HR = ceildiv(L.H0, sc->h_threads);
@@ -742,6 +768,8 @@ int vta_lower(const vta_hw *hw, const vta_shape *sh, const vta_sched *sc, unsign
 
 	st->threads = L.T;
 	st->uneven = L.H0 % sc->h_threads != 0 || L.K0 % sc->oc_threads != 0;
+	st->th_last = sh->oh - (L.H0 - 1) * sc->th;
+	st->tw_last = sh->ow - (L.W0 - 1) * sc->tw;
 	st->depth[VTA_BUF_UOP] = hw->uop_depth;
 	st->depth[VTA_BUF_INP] = hw->inp_depth;
 	st->depth[VTA_BUF_WGT] = hw->wgt_depth;

@@ -105,9 +105,10 @@ typedef struct vta_sched {
 
 /* The space of sh, knobs in TVM's order: conv2d tile_b, tile_h, tile_w,
  * tile_ci, tile_co, oc_nthread, h_nthread; dense tile_b, tile_ci, tile_co,
- * oc_nthread. Tiles split an extent in blocks (b, ci, co) or rows and
- * columns (h, w) into outer x inner, inner a divisor (AutoTVM's "factors");
- * the nthread knobs are 1 or 2. The space has no program (prog NULL): only
+ * oc_nthread. Tiles split an extent in blocks (b, ci, co) into outer x
+ * inner, inner a divisor (AutoTVM's "factors"), or rows and columns (h, w)
+ * into ceil(extent / inner) x inner for every inner size from 1 to the
+ * extent (the last tile smaller); the nthread knobs are 1 or 2. The space has no program (prog NULL): only
  * knob features apply. Free with sp_space_free(). TK_ENOMEM. */
 int vta_space_create(const vta_shape *sh, sp_space **out);
 
@@ -199,6 +200,9 @@ typedef struct vta_stats {
 	int64_t gemm_steps;        /* micro-op executions of GEMMs: core cycles */
 	int64_t alu_steps;         /* ... of ALU ops */
 	int64_t tiles;             /* output tiles */
+	int64_t th_last, tw_last;  /* rows and columns of the boundary tiles (th, tw
+	                              when the tiles divide the output) */
+	int64_t dummy_rows;        /* rows computed past the output (x channel blocks) */
 } vta_stats;
 
 /* Compiler options. */

@@ -151,9 +151,10 @@ TEST(test_space)
 		CHECK(0);
 		return;
 	}
-	/* TVM's knobs; divisors of 56 (8), of 4 blocks (3), threads (2) */
+	/* TVM's knobs; every tile height and width (56), divisors of 4 blocks
+	 * (3), threads (2) */
 	CHECK_EQ_INT(f.sp->nknob, 7);
-	CHECK_EQ_INT(f.sp->size, 1 * 8 * 8 * 3 * 3 * 2 * 2);
+	CHECK_EQ_INT(f.sp->size, 1 * 56 * 56 * 3 * 3 * 2 * 2);
 	CHECK(f.sp->prog == NULL);
 	sp_config c;
 	CHECK_EQ_INT(sp_parse(f.sp, "tile_b=1x1;tile_h=4x14;tile_w=2x28;tile_ci=2x2;tile_co=1x4;"
@@ -272,6 +273,21 @@ TEST(test_overflow)
 	CHECK_EQ_INT(vta_lower(&f.tg.vta, &f.sh, &half, VTA_LOWER_STATS_ONLY, NULL, &st, &status,
 	                       NULL, 0), TK_OK);
 	CHECK_EQ_INT(status, VTA_INP_OVERFLOW);
+	/* boundary tiles: 56 rows in tiles of 40 leave 16 and 24 dummy rows,
+	 * more padding than a LOAD's 4-bit field holds; tiles of 20 leave 4 */
+	vta_sched tall = { 1, 40, 4, 1, 1, 1, 1 };
+	CHECK_EQ_INT(vta_lower(&f.tg.vta, &f.sh, &tall, 0, &prog, &st, &status, msg, sizeof msg),
+	             TK_OK);
+	CHECK_EQ_INT(status, VTA_ISA_LIMIT);
+	CHECK(!strncmp(msg, "isa-limit: ", 11));
+	CHECK_EQ_INT(st.th_last, 16);
+	tall.th = 20;
+	CHECK_EQ_INT(vta_lower(&f.tg.vta, &f.sh, &tall, 0, &prog, &st, &status, msg, sizeof msg),
+	             TK_OK);
+	CHECK_EQ_INT(status, VTA_OK);
+	CHECK_EQ_INT(st.th_last, 16);
+	CHECK_EQ_INT(st.dummy_rows, 4 * 14 * 4); /* 4 rows, 14 column tiles, 4 channel blocks */
+	vta_prog_free(prog);
 	/* the accumulator: 4 blocks x 56 x 28 > 4096 */
 	vta_sched acc = { 1, 56, 28, 1, 4, 1, 1 };
 	CHECK_EQ_INT(vta_lower(&f.tg.vta, &f.sh, &acc, 0, &prog, &st, &status, msg, sizeof msg),
