@@ -350,8 +350,8 @@ const tk_target_kind tk_target_kinds[] = {
 	  "this CPU: kernels compiled to C, run, checked and timed here", parse_cpu },
 	{ "vta-sim", TK_TARGET_VTA_SIM, TK_TARGET_SIMULATED,
 	  "vta-sim:preset=NAME[,PARAM=VALUE,...]",
-	  "a simulated VTA accelerator: conv2d and dense lowered to its instructions, "
-	  "run by a functional and cycle simulator", parse_vta },
+	  "a VTA accelerator: conv2d and dense lowered to its instructions, run by a "
+	  "cycle and functional simulator", parse_vta },
 };
 const int tk_target_nkinds = ArraySize(tk_target_kinds);
 

@@ -53,6 +53,19 @@ const vta_preset_info vta_presets_info[] = {
 };
 const int vta_npresets = ArraySize(vta_presets_info);
 
+void vta_param_range(int p, int *lo, int *hi)
+{
+	assert(p >= 0 && p < VTA_NPARAM);
+	*lo = param_range[p].lo;
+	*hi = param_range[p].hi;
+}
+
+int vta_preset_param(int i, int p)
+{
+	assert(i >= 0 && i < ArraySize(presets) && p >= 0 && p < VTA_NPARAM);
+	return presets[i].log[p];
+}
+
 static void derive(vta_hw *hw)
 {
 	const int *l = hw->log;

@@ -51,6 +51,10 @@ typedef struct vta_hw {
 
 /* Parameter names as in vta_config.json: "LOG_INP_WIDTH", ... */
 extern const char *const vta_param_names[VTA_NPARAM];
+/* The range of parameter p (VTA_P_*), inclusive. */
+void vta_param_range(int p, int *lo, int *hi);
+/* Parameter p's value in preset number i (< vta_npresets). */
+int vta_preset_param(int i, int p);
 
 /* The presets, for help: name and a one-line description. */
 typedef struct vta_preset_info {

@@ -386,9 +386,12 @@ static void check_fields(lower *L, const vta_insn *in)
 		fail(L, VTA_ISA_LIMIT, "isa-limit: a DMA of %d x %d entries, stride %d (at most %d)",
 		     in->y_size, in->x_size, in->x_stride, SIZE_MAX_);
 	else if (in->pad_top > PAD_MAX || in->pad_bottom > PAD_MAX || in->pad_left > PAD_MAX ||
-	         in->pad_right > PAD_MAX)
-		fail(L, VTA_ISA_LIMIT, "isa-limit: %d rows or columns of padding (at most %d)",
-		     in->pad_top > in->pad_left ? in->pad_top : in->pad_left, PAD_MAX);
+	         in->pad_right > PAD_MAX) {
+		int rows = in->pad_top > in->pad_bottom ? in->pad_top : in->pad_bottom;
+		int cols = in->pad_left > in->pad_right ? in->pad_left : in->pad_right;
+		fail(L, VTA_ISA_LIMIT, "isa-limit: a LOAD with %d %s of padding (at most %d)",
+		     rows > cols ? rows : cols, rows > cols ? "rows" : "columns", PAD_MAX);
+	}
 	else if (in->imm < -32768 || in->imm > 32767)
 		fail(L, VTA_ISA_LIMIT, "isa-limit: ALU immediate %d (16 bits)", in->imm);
 }
