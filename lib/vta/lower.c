@@ -820,3 +820,40 @@ int vta_stats_of(const vta_hw *hw, const vta_shape *sh, const vta_sched *sc, vta
 	int status;
 	return vta_lower(hw, sh, sc, VTA_LOWER_STATS_ONLY, NULL, st, &status, NULL, 0);
 }
+
+const char *const vta_stat_names[VTA_NSTAT] = {
+	"threads", "uneven",
+	"used_uop", "used_inp", "used_wgt", "used_acc", "used_out",
+	"occupancy_uop", "occupancy_inp", "occupancy_wgt", "occupancy_acc", "occupancy_out",
+	"insns_load", "insns_store", "insns_gemm", "insns_alu", "insns_finish",
+	"uops", "uop_loads",
+	"tokens_l2g", "tokens_g2l", "tokens_g2s", "tokens_s2g",
+	"dma_bytes_uop", "dma_bytes_inp", "dma_bytes_wgt", "dma_bytes_acc", "dma_bytes_out",
+	"gemm_steps", "alu_steps", "tiles", "th_last", "tw_last", "dummy_rows",
+};
+
+void vta_stats_vector(const vta_stats *st, float *out)
+{
+	int n = 0;
+	out[n++] = (float)st->threads;
+	out[n++] = (float)st->uneven;
+	for (int b = 0; b < VTA_NBUF; b++)
+		out[n++] = (float)st->used[b];
+	for (int b = 0; b < VTA_NBUF; b++)
+		out[n++] = (float)st->occupancy[b];
+	for (int op = 0; op < VTA_NOP; op++)
+		out[n++] = (float)st->insns[op];
+	out[n++] = (float)st->uops;
+	out[n++] = (float)st->uop_loads;
+	for (int q = 0; q < VTA_NQ; q++)
+		out[n++] = (float)st->tokens[q];
+	for (int b = 0; b < VTA_NBUF; b++)
+		out[n++] = (float)st->dma_bytes[b];
+	out[n++] = (float)st->gemm_steps;
+	out[n++] = (float)st->alu_steps;
+	out[n++] = (float)st->tiles;
+	out[n++] = (float)st->th_last;
+	out[n++] = (float)st->tw_last;
+	out[n++] = (float)st->dummy_rows;
+	assert(n == VTA_NSTAT);
+}

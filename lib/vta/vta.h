@@ -223,6 +223,13 @@ int vta_lower(const vta_hw *hw, const vta_shape *sh, const vta_sched *sc, unsign
  * the function the hidden-feature extractor calls. */
 int vta_stats_of(const vta_hw *hw, const vta_shape *sh, const vta_sched *sc, vta_stats *st);
 
+/* The stats as a fixed-length vector of VTA_NSTAT values, named by
+ * vta_stat_names[] (e.g. "occupancy_inp", "insns_gemm", "tokens_g2l",
+ * "dma_bytes_wgt"); raw values, counts not log-scaled. */
+#define VTA_NSTAT 34
+extern const char *const vta_stat_names[VTA_NSTAT];
+void vta_stats_vector(const vta_stats *st, float *out);
+
 /* ---- the simulator ------------------------------------------------------- */
 
 typedef struct vta_result {

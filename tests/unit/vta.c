@@ -502,6 +502,20 @@ TEST(test_stats)
 	/* the stats alone are the same, without a program */
 	CHECK_EQ_INT(vta_stats_of(&f.tg.vta, &f.sh, &sc, &st2), TK_OK);
 	CHECK(!memcmp(&st, &st2, sizeof st));
+	/* ... and as a named vector */
+	float x[VTA_NSTAT];
+	vta_stats_vector(&st, x);
+	for (int i = 0; i < VTA_NSTAT; i++) {
+		if (!strcmp(vta_stat_names[i], "threads"))
+			CHECK_NEAR(x[i], 4, 0);
+		if (!strcmp(vta_stat_names[i], "used_inp"))
+			CHECK_NEAR(x[i], 4 * 2 * 9 * 16, 0);
+		if (!strcmp(vta_stat_names[i], "tokens_g2l"))
+			CHECK_NEAR(x[i], (double)st.tokens[VTA_Q_G2L], 0);
+		if (!strcmp(vta_stat_names[i], "dummy_rows"))
+			CHECK_NEAR(x[i], 0, 0);
+	}
+	CHECK_EQ_STR(vta_stat_names[VTA_NSTAT - 1], "dummy_rows");
 	vta_result r;
 	CHECK_EQ_INT(vta_run(&f.tg.vta, &f.sh, prog, f.inp, f.wgt, NULL, &r), TK_OK);
 	CHECK_EQ_INT(r.status, VTA_OK);
