@@ -128,3 +128,35 @@ awk -F'\t' '
 			printf "%-48s %5s %-8s %9d %9.3g\n", f[1], f[2], f[3], med(tv, n[key]), med(sv, n[key]) }
 	}
 ' "$DIR/pool-best.tsv" "$DIR/replay.tsv" "$DIR/curves.tsv" | sort
+
+# 3. Real tuning (TLP_REAL=1; measures on this CPU, about an hour): xgb+sa
+#    tunes each task for TLP_REAL_TRIALS trials; a tune guided by the TLP model
+#    file does the same; the trials the TLP run needs to reach the best the
+#    xgb+sa run found (and 95% of it).
+[ "${TLP_REAL:-0}" = 1 ] || exit 0
+TRIALS=${TLP_REAL_TRIALS:-300}
+REAL=${TLP_REAL_TASKS:-"dense:m=1024,n=1024,k=1024
+conv2d:c=64,h=56,w=56,k=64,pad=1"}
+TDB=$DIR/real.db
+rm -f "$TDB" "$TDB-wal" "$TDB-shm"
+printf '\nreal tuning on this CPU, %s trials each\n' "$TRIALS"
+printf '%-40s %10s %10s %10s %10s\n' task xgb_gflops tlp_gflops tlp_to_95 tlp_to_xgb
+echo "$REAL" | while read -r task; do
+	"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 >/dev/null
+	xr=$(sqlite3 "$TDB" "SELECT MAX(id) FROM run")
+	"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 \
+		--model-file "$DIR/tlp.model" >/dev/null
+	tr=$(sqlite3 "$TDB" "SELECT MAX(id) FROM run")
+	"$TK" report --db "$TDB" --format tsv curve --run "$xr" --run "$tr" | awk -F'\t' -v xr="$xr" \
+		-v tr="$tr" -v task="$task" '
+		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		{ g[$c["run"], $c["trial"]] = $c["best_gflops"]; n[$c["run"]] = $c["trial"] }
+		END {
+			xb = g[xr, n[xr]]; tb = g[tr, n[tr]]; t95 = "never"; tx = "never"
+			for (t = 1; t <= n[tr]; t++) {
+				if (t95 == "never" && g[tr, t] >= 0.95 * xb) t95 = t
+				if (tx == "never" && g[tr, t] >= xb) tx = t
+			}
+			printf "%-40s %10.1f %10.1f %10s %10s\n", task, xb, tb, t95, tx
+		}'
+done
