@@ -10,6 +10,7 @@
 #   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
+#   make bench-tlp  TLP and MTL-TLP against xgb on the offline dataset
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
 #   make bench-measure  configurations measured per minute, against a baseline
@@ -169,6 +170,21 @@ demo: tunekit
 DATASET_MINUTES ?= 0
 dataset: tunekit
 	sh data/dataset/build.sh $(DATASET_MINUTES)
+# The shipped copy (data/dataset/dataset.db.gz) and its manifest.
+dataset-pack:
+	sh data/dataset/pack.sh
+# TLP and MTL-TLP against xgb on the dataset's held-out networks, and the
+# replayed search on their pools (tests/bench/tlp.sh).
+# Then MTL-TLP on Kernel Tuner's GPU spaces (tests/bench/kt-mtl.sh).
+TLP_DATASET ?= data/dataset/build/dataset.db
+KT_SEEDS ?= 3
+$(BUILD)/bench/tlp_score: tests/bench/tlp_score.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+bench-tlp: tunekit $(BUILD)/bench/tlp_score
+	$(BUILD)/bench/tlp_score
+	sh tests/bench/tlp.sh ./tunekit $(TLP_DATASET) $(BUILD)/bench/tlp
+	sh tests/bench/kt-mtl.sh ./tunekit $(BUILD)/bench/tlp $(KT_SEEDS)
 
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).
@@ -252,6 +268,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo dataset bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack bench-tlp bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -96,7 +96,7 @@ static void help_networks(void)
 /* The model table: name, feature kinds, uncertainty, transfer, summary. */
 static void help_models(void)
 {
-	printf("%-6s %-20s %-11s %-8s %s\n", "model", "features", "uncertainty", "transfer",
+	printf("%-7s %-22s %-11s %-8s %s\n", "model", "features", "uncertainty", "transfer",
 	       "summary");
 	for (int i = 0; i < cm_nkinds; i++) {
 		const cm_kind *k = cm_kinds[i];
@@ -106,7 +106,7 @@ static void help_models(void)
 			if (k->features & 1u << f)
 				len += (size_t)snprintf(feats + len, sizeof feats - len, "%s%s", len ? "," : "",
 				                        feat_kind_name(f));
-		printf("%-6s %-20s %-11s %-8s %s\n", k->name, len ? feats : "-",
+		printf("%-7s %-22s %-11s %-8s %s\n", k->name, len ? feats : "-",
 		       k->flags & CM_UNCERTAINTY ? "yes" : "no", k->flags & CM_TRANSFER ? "yes" : "no",
 		       k->summary);
 	}

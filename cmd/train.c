@@ -14,42 +14,55 @@
 #include "features/feature.h"
 #include "model/cost.h"
 #include "record/record.h"
+#include "task/network.h"
 #include "train/train.h"
 
 static const char *const usage[] = {
-	"tunekit train [--model NAME] [--objective rank|reg] [--feature itervar|knob|curve]\n"
-	"              [--hardware ID] [--holdout F | --holdout-task TASK...] [--rounds N]\n"
-	"              [--out FILE] [OPTIONS] [-]",
+	"tunekit train [--model NAME] [--objective rank|reg] [--feature itervar|knob|curve|tlp]\n"
+	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
+	"              [--aux-hw ID... [--target-fraction F]] [--rounds N] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
 	"(default: the one with the most records that have features) whose configurations\n"
 	"have features of --feature (see 'tunekit extract-features'). With -, only the\n"
 	"records of the record stream on standard input (its id column). Labels are\n"
 	"throughputs normalised per task. Holds out whole tasks (--holdout, --holdout-task)\n"
-	"to stop early on and to measure the model. Prints RMSE, MSE, MSE(D), top-1, top-5\n"
-	"and Spearman on the training set and the holdout (a table on a terminal, TSV\n"
-	"otherwise), writes the model file and adds the model to the store.",
+	"to stop early on and to measure the model; --holdout-network holds out a network's\n"
+	"tasks and weights them by their occurrences. A multi-head model (mtl-tlp) also\n"
+	"learns from the records of auxiliary hardware (--aux-hw), one head each, and\n"
+	"predicts for the target; --target-fraction keeps only that share of the target's\n"
+	"training records. Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
+	"target's training records and holdout (a table on a terminal, TSV otherwise),\n"
+	"writes the model file and adds the model to the store.",
 };
 
 static struct {
 	const char *model, *objective, *feature, *out, *format, *tree_method;
 	int64_t hardware, rounds;
-	double holdout;
-	opt_list holdout_task;
+	double holdout, target_fraction;
+	opt_list holdout_task, holdout_network, aux_hw;
 } o;
 
 static const opt options[] = {
 	{ OPT_STRING, "model", 0, &o.model, "NAME", "cost model (default xgb; see 'tunekit help models')" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default) or reg (squared error)" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob or curve" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve or tlp" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "train on the records of this hardware id" },
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
+	{ OPT_LIST, "holdout-network", 0, &o.holdout_network, "NAME", "hold out the tasks of this network (repeatable)" },
+	{ OPT_LIST, "aux-hw", 0, &o.aux_hw, "ID", "multi-head models: also learn from this hardware (repeatable, or ID,ID)" },
+	{ OPT_DOUBLE, "target-fraction", 0, &o.target_fraction, "F", "train on this share of the target's records (0 to 1)" },
 	{ OPT_INT, "rounds", 0, &o.rounds, "N", "boosting rounds at most (default 8000 with a holdout, else 200)" },
 	{ OPT_STRING, "tree-method", 0, &o.tree_method, "M", "XGBoost tree_method: auto (default), exact, approx, hist" },
 	{ OPT_STRING, "out", 'o', &o.out, "FILE", "model file to write (default tunekit.model)" },
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
 	OPT_END_
 };
+
+typedef struct net_list {
+	int n;
+	tk_network **v;
+} net_list;
 
 /* ---- reading ------------------------------------------------------------------ */
 
@@ -112,13 +125,17 @@ static void metric_row(table *tb, int fmt, const char *set, const cm_metrics *m)
 static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int from_stdin,
                         const char *kname, int by_rows, int nhold)
 {
-	int d = 0, nheld = by_rows;
+	int d = 0, nheld = by_rows, n0 = 0, t0 = 0;
 	if (ctx->common.quiet)
 		return;
 	for (int i = 0; i < ts->n; i++)
 		d = ts->nx[i] > d ? ts->nx[i] : d;
-	for (int t = 0; t < ts->ntask; t++)
-		nheld += !by_rows && ts->tasks[t].holdout;
+	for (int t = 0; t < ts->ntask; t++) {
+		const tr_task *tk = &ts->tasks[t];
+		nheld += !by_rows && tk->holdout && !tk->head;
+		n0 += tk->head ? 0 : tk->n;
+		t0 += !tk->head;
+	}
 	if (src->chosen && src->ncand > 1 && from_stdin)
 		fprintf(stderr, "%s: the records are of %d hardware targets; training on hardware %lld,"
 		        " which has the most (choose with --hardware)\n", ctx->prog, src->ncand,
@@ -136,15 +153,90 @@ static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int
 		fprintf(stderr, "%s: one task: holding out %d of its %d records at random instead\n",
 		        ctx->prog, nhold, ts->n);
 	fprintf(stderr, "%s: hardware %lld (%s): %d records of %d task%s, %d features", ctx->prog,
-	        (long long)src->hw_id, src->hw_key, ts->n, ts->ntask, ts->ntask == 1 ? "" : "s", d);
+	        (long long)src->hw_id, src->hw_key, n0, t0, t0 == 1 ? "" : "s", d);
+	if (n0 < ts->n)
+		fprintf(stderr, "; %d records of auxiliary hardware", ts->n - n0);
 	if (nhold > 0)
 		fprintf(stderr, "; holding out %d records of %d task%s", nhold, nheld,
 		        nheld == 1 ? "" : "s");
 	fputc('\n', stderr);
 	if (o.holdout_task.n == 0 && nhold > 0 && !by_rows)
 		for (int t = 0; t < ts->ntask; t++)
-			if (ts->tasks[t].holdout)
+			if (ts->tasks[t].holdout && !ts->tasks[t].head)
 				fprintf(stderr, "%s: held out: %s\n", ctx->prog, ts->tasks[t].key);
+}
+
+/* --aux-hw: hardware ids, repeatable or separated by commas. */
+static int parse_aux(tk_ctx *ctx, int64_t **aux, int *naux)
+{
+	*naux = 0;
+	*aux = NULL;
+	if (!o.aux_hw.n)
+		return EXIT_OK;
+	int cap = 0;
+	for (int i = 0; i < o.aux_hw.n; i++)
+		for (const char *p = o.aux_hw.v[i]; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+			cap++;
+	if (!(*aux = malloc(sizeof **aux * (size_t)cap)))
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int i = 0; i < o.aux_hw.n; i++) {
+		const char *p = o.aux_hw.v[i];
+		while (p) {
+			const char *e = strchr(p, ',');
+			char id[32];
+			size_t len = e ? (size_t)(e - p) : strlen(p);
+			int64_t v;
+			snprintf(id, sizeof id, "%.*s", (int)(len < sizeof id ? len : sizeof id - 1), p);
+			if (len >= sizeof id || tk_parse_i64(id, &v) || v <= 0)
+				return tk_fail(ctx, TK_EINVAL, "--aux-hw: '%.*s' is not a hardware id",
+				               (int)len, p);
+			(*aux)[(*naux)++] = v;
+			p = e ? e + 1 : NULL;
+		}
+	}
+	return EXIT_OK;
+}
+
+static int held_networks(tk_ctx *ctx, net_list *nets)
+{
+	if (!o.holdout_network.n)
+		return EXIT_OK;
+	if (!(nets->v = calloc((size_t)o.holdout_network.n, sizeof *nets->v)))
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int i = 0; i < o.holdout_network.n; i++) {
+		int rc = net_load(o.holdout_network.v[i], &nets->v[i]);
+		if (rc)
+			return tk_fail(ctx, rc == TK_ENOTFOUND ? TK_EINVAL : rc, NULL);
+		nets->n++;
+	}
+	return EXIT_OK;
+}
+
+/* The held-out networks' tasks that have records of the target (so
+ * names, malloc'd array of borrowed strings), and each such task's weight:
+ * its occurrences in the networks. NULL on out of memory. */
+static const char **network_tasks(tr_set *ts, const net_list *nets, int *n)
+{
+	int cap = 0;
+	for (int i = 0; i < nets->n; i++)
+		cap += nets->v[i]->n;
+	const char **v = malloc(sizeof *v * (size_t)(cap ? cap : 1));
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (int i = 0; i < nets->n; i++)
+		for (int j = 0; j < nets->v[i]->n; j++) {
+			const net_task *nt = &nets->v[i]->task[j];
+			int found = 0;
+			for (int t = 0; t < ts->ntask; t++)
+				if (!strcmp(ts->tasks[t].key, nt->task)) {
+					ts->tasks[t].weight += nt->weight;
+					found = !ts->tasks[t].head;
+				}
+			if (found)
+				v[(*n)++] = nt->task;
+		}
+	return v;
 }
 
 int cmd_train(int argc, char **argv, tk_ctx *ctx)
@@ -157,6 +249,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	char *hold = NULL;
 	int64_t *ids = NULL, model_id = 0;
 	int nid = 0, rc, feat, from_stdin = 0, status = EXIT_OK, nhold = 0, by_rows = 0;
+	int64_t *aux = NULL;
+	int naux = 0, nkept = 0;
+	net_list nets = { 0 };
+	const char **so_tasks_owned = NULL;
 
 	memset(&ts, 0, sizeof ts);
 	memset(&f, 0, sizeof f);
@@ -181,7 +277,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	if (strcmp(o.objective, "rank") && strcmp(o.objective, "reg"))
 		return tk_fail(ctx, TK_EINVAL, "unknown objective '%s' (rank or reg)", o.objective);
 	if ((feat = feat_kind_parse(o.feature)) < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob or curve)",
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve or tlp)",
 		               o.feature);
 	if (!(kind->features & 1u << feat))
 		return tk_fail(ctx, TK_EINVAL, "model %s does not take %s features", kind->name,
@@ -193,8 +289,25 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv or json)", o.format);
 	if (o.holdout < 0 || o.holdout >= 1)
 		return tk_fail(ctx, TK_EINVAL, "--holdout needs a fraction from 0 to below 1");
-	if (o.holdout > 0 && o.holdout_task.n > 0)
-		return tk_fail(ctx, TK_EINVAL, "give --holdout or --holdout-task, not both");
+	if ((o.holdout > 0) + (o.holdout_task.n > 0) + (o.holdout_network.n > 0) > 1)
+		return tk_fail(ctx, TK_EINVAL, "give one of --holdout, --holdout-task and"
+		               " --holdout-network");
+	if (o.aux_hw.n > 0 && !(kind->flags & CM_MULTIHEAD)) {
+		char names[128];
+		cm_names(names, sizeof names, CM_MULTIHEAD, 1);
+		return tk_fail(ctx, TK_EINVAL, "model %s has one head; --aux-hw needs a multi-head"
+		               " model (%s)", kind->name, names);
+	}
+	if (o.target_fraction < 0 || o.target_fraction > 1)
+		return tk_fail(ctx, TK_EINVAL, "--target-fraction needs a share from 0 to 1");
+	if ((status = parse_aux(ctx, &aux, &naux)))
+		goto out;
+	if (from_stdin && naux > 0) {
+		status = tk_fail(ctx, TK_EINVAL, "--aux-hw takes the store's records, not a stream");
+		goto out;
+	}
+	if ((status = held_networks(ctx, &nets)))
+		goto out;
 	if (o.rounds < 0 || o.rounds > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if (!*o.out)
@@ -204,27 +317,39 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		goto out;
 	if ((status = tk_ctx_store(ctx, &st)))
 		goto out;
-	tr_load_opts lo = { feat, o.hardware, from_stdin ? ids : NULL, nid };
+	tr_load_opts lo = { feat, o.hardware, from_stdin ? ids : NULL, nid, aux, naux };
 	if ((rc = tr_load(st, &lo, &ts, &src))) {
 		status = tk_fail(ctx, rc, NULL);
 		goto out;
 	}
 	tr_split_opts so = { o.holdout, o.holdout_task.v, o.holdout_task.n, (uint64_t)ctx->common.seed };
-	if (!(hold = malloc((size_t)ts.n))) {
+	if (nets.n)
+		so.tasks = so_tasks_owned = network_tasks(&ts, &nets, &so.ntasks);
+	if (!(hold = malloc((size_t)ts.n)) || (nets.n && !so_tasks_owned)) {
 		status = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (nets.n && so.ntasks == 0) {
+		status = tk_fail(ctx, TK_EINVAL, "no records of the held-out networks' tasks");
 		goto out;
 	}
 	if ((rc = tr_split(&ts, &so, hold, &nhold, &by_rows))) {
 		status = tk_fail(ctx, rc, NULL);
 		goto out;
 	}
+	if (o.target_fraction > 0 && o.target_fraction < 1)
+		tr_subsample(&ts, hold, o.target_fraction, (uint64_t)ctx->common.seed, &nkept);
 
 	tell_source(ctx, &ts, &src, from_stdin, feat_kind_name(feat), by_rows, nhold);
+	if (!ctx->common.quiet && nkept)
+		fprintf(stderr, "%s: training on %d of the target's records (--target-fraction %g)\n",
+		        ctx->prog, nkept, o.target_fraction);
 	cm_params p;
 	cm_params_default(&p);
 	p.rank = strcmp(o.objective, "reg") != 0;
 	p.seed = (uint64_t)ctx->common.seed;
 	p.rounds = (int)o.rounds;
+	p.seq_e = feat_seq_width(feat);
 	/* One thread: XGBoost's OpenMP workers spin, and on a shared CPU two
 	 * threads were 1.5 to 50 times slower than one (exact and hist alike). */
 	p.nthread = 1;
@@ -275,5 +400,12 @@ out:
 	free(hold);
 	free(ids);
 	free(o.holdout_task.v);
+	free(o.holdout_network.v);
+	free(o.aux_hw.v);
+	free(aux);
+	free(so_tasks_owned);
+	for (int i = 0; i < nets.n; i++)
+		net_free(nets.v[i]);
+	free(nets.v);
 	return status;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "features/feature.h"
 #include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
@@ -14,7 +15,7 @@
 
 static const char *const usage[] = {
 	"tunekit tune (--task TASK... | --network NAME) --trials N [--model NAME]\n"
-	"             [--search NAME] [--feature itervar|knob|curve] [OPTIONS]\n"
+	"             [--search NAME] [--feature itervar|knob|curve|tlp] [OPTIONS]\n"
 	"       tunekit tune --resume [--run ID]",
 	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by a\n"
 	"search (simulated annealing) on a cost model fit to the measurements so far (the\n"
@@ -132,6 +133,38 @@ static int apply(tk_ctx *ctx, tn_opts *t, int resuming)
 	return ms_cli_apply(ctx, &o.ms, &t->ms);
 }
 
+/* The model of --model-file into in: its kind and feature kind become
+ * the run's --model and --feature, which must agree if they are given. */
+static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
+{
+	mf_meta meta;
+	int rc = cm_read(t->model_file, &meta, &in->model), feat;
+	if (rc) /* a file that is not a model is bad input, not a corrupt store */
+		return tk_fail(ctx, rc == TK_ECORRUPT ? TK_EINVAL : rc, NULL);
+	const char *kind = mf_get(&meta, "kind"), *fname = mf_get(&meta, "feature");
+	const char *fver = mf_get(&meta, "feature_version"), *flen = mf_get(&meta, "feature_length");
+	int64_t v, len;
+	if (!fname || (feat = feat_kind_parse(fname)) < 0 || !fver || tk_parse_i64(fver, &v) ||
+	    !flen || tk_parse_i64(flen, &len) || len < 1 || len > 1 << 20)
+		return tk_fail(ctx, TK_EINVAL, "%s: no feature kind, version and length this"
+		               " tunekit knows", t->model_file);
+	if (v != feat_version(feat))
+		return tk_fail(ctx, TK_EINVAL, "%s: trained on %s features version %lld; this tunekit"
+		               " extracts version %d (train it again)", t->model_file, fname,
+		               (long long)v, feat_version(feat));
+	for (int i = 0; i < tn_noptdesc; i++) {
+		const char *key = tn_optdescs[i].key, *want = !strcmp(key, "model") ? kind
+		                                             : !strcmp(key, "feature") ? fname : NULL;
+		if (want && o.given[i] && strcmp(o.given[i], want))
+			return tk_fail(ctx, TK_EINVAL, "--%s %s, but %s is a %s model on %s features",
+			               tn_optdescs[i].flag, o.given[i], t->model_file, kind, fname);
+	}
+	snprintf(t->model, sizeof t->model, "%s", kind);
+	snprintf(t->feature, sizeof t->feature, "%s", fname);
+	in->model_d = (int)len;
+	return EXIT_OK;
+}
+
 static void summary(tk_ctx *ctx, const tn_result *r)
 {
 	char lat[32];
@@ -221,7 +254,9 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	    !o.given[fd - tn_optdescs])
 		snprintf(t.feature, sizeof t.feature, "knob");
 	/* the dataset of a replay and the history of transfer learning */
-	tn_stores in = { NULL, NULL };
+	tn_stores in = { NULL, NULL, NULL, 0 };
+	if (!status && t.model_file[0])
+		status = read_model(ctx, &t, &in);
 	if (!status && t.replay[0] && (rc = store_open(t.replay, STORE_READONLY, &in.replay)))
 		status = tk_fail(ctx, rc, NULL);
 	if (!status && t.transfer_from[0] &&
@@ -247,6 +282,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	store_close(in.replay);
 	store_close(in.history);
 	free(run_spec);
+	cm_free(in.model);
 	for (int i = 0; i < ntask; i++)
 		free(task[i]);
 	free(task);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# extract-features: vectors of the documented lengths in the feature table,
-# idempotence, record streams passed through, imported tasks, bad input.
+# extract-features: vectors of the documented lengths in the feature table
+# (tlp among them, and train and tune taking it), idempotence, record
+# streams passed through, imported tasks, bad input.
 . "$(dirname "$0")/lib.sh"
 
 DENSE='dense:m=24,n=40,k=16'
@@ -42,6 +43,28 @@ test_expect_success 'a second run adds nothing' '
 	grep -q "^knob: 8 configurations, 0 new" err &&
 	sql "SELECT config_id, kind, hex(data) FROM feature ORDER BY 1, 2" >after &&
 	test_cmp before after
+'
+
+test_expect_success 'tlp vectors are L x E = 32 x 25 for every task, stored once' '
+	tunekit extract-features --kind tlp 2>err >out &&
+	test ! -s out &&
+	grep -q "^tlp: 8 configurations, 8 new, 0 invalid, [0-9]* per second$" err &&
+	test "$(feat_n tlp dense)" = 800 &&
+	test "$(feat_n tlp conv2d)" = 800 &&
+	test "$(sql "SELECT DISTINCT version FROM feature WHERE kind = '\''tlp'\''")" = 1 &&
+	tunekit extract-features -k tlp 2>err &&
+	grep -q "^tlp: 8 configurations, 0 new, 0 invalid" err
+'
+
+test_expect_success 'train and tune take tlp features where the model does' '
+	tunekit train -q --feature tlp --out tlp.model >out &&
+	grep -a -q "^feature tlp$" tlp.model && grep -a -q "^feature_length 800$" tlp.model &&
+	test_expect_code 2 tunekit train --model rfei --feature tlp --out x.model 2>err &&
+	grep -q "model rfei does not take tlp features" err &&
+	test_expect_code 2 tunekit train --feature bogus 2>err &&
+	grep -q "unknown feature kind .bogus. (itervar, knob, curve or tlp)" err &&
+	test_expect_code 2 tunekit tune --task $DENSE --trials 1 --feature bogus 2>err &&
+	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp)" err
 '
 
 test_expect_success '--hardware selects the configurations measured there' '
@@ -100,12 +123,14 @@ test_expect_success 'imported tasks get knob features; the loop-nest kinds skip 
 	tunekit extract-features --kind itervar 2>err &&
 	grep -q "note: 1 configurations of kt:add skipped" err &&
 	grep -q ", 1 skipped, " err &&
+	tunekit extract-features --kind tlp 2>err &&
+	grep -q "note: 1 configurations of kt:add skipped: tlp features need a template task" err &&
 	tunekit extract-features --kind knob 2>err &&
 	grep -q "^knob: 11 configurations, 3 new, 0 invalid, [0-9]* per second$" err &&
 	test "$(feat_n knob kt:)" = 3
 '
 
-test_expect_success 'an unlowerable configuration gets zeros' '
+test_expect_success 'an unlowerable configuration gets zeros, but its schedule has tlp features' '
 	big="tile_i=1x1x1024;tile_j=1x1x1024;order=0;vec=j;unroll=0;unroll_explicit=0;pack_A=0;pack_B=0" &&
 	tunekit measure -q --db z.db --task dense:m=1024,n=1024,k=1 --config "$big" --naive \
 		--repeat 1 >z.tsv &&
@@ -113,7 +138,9 @@ test_expect_success 'an unlowerable configuration gets zeros' '
 	tunekit extract-features --db z.db 2>err &&
 	grep -q "^itervar: 2 configurations, 2 new, 1 invalid" err &&
 	test "$(sqlite3 z.db "SELECT COUNT(DISTINCT n) FROM feature")" -eq 1 &&
-	test "$(sqlite3 z.db "SELECT n FROM feature LIMIT 1")" -eq 114
+	test "$(sqlite3 z.db "SELECT n FROM feature LIMIT 1")" -eq 114 &&
+	tunekit extract-features --db z.db --kind tlp 2>err &&
+	grep -q "^tlp: 2 configurations, 2 new, 0 invalid" err
 '
 
 test_expect_success 'streams without ids, unknown ids and bad options exit 2' '
@@ -129,7 +156,7 @@ test_expect_success 'streams without ids, unknown ids and bad options exit 2' '
 	printf "id\ttask\nx\t%s\n" $DENSE >badid &&
 	test_expect_code 2 tunekit extract-features - <badid 2>err &&
 	test_expect_code 2 tunekit extract-features --kind bogus 2>err &&
-	grep -q "unknown feature kind" err &&
+	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp)" err &&
 	test_expect_code 2 tunekit extract-features --batch 0 2>err &&
 	test_expect_code 2 tunekit extract-features foo 2>err &&
 	test_expect_code 2 tunekit extract-features - - </dev/null 2>err

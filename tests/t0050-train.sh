@@ -144,15 +144,24 @@ test_expect_success 'the hardware with the most records is chosen, and said so' 
 test_expect_success 'bad options exit 2 and add no model' '
 	before=$(sql "SELECT COUNT(*) FROM model") &&
 	test_expect_code 2 tunekit train --model gbdt 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown model .gbdt. (xgb, rfei, none)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .gbdt. (xgb, rfei, tlp, mtl-tlp, none)$" err &&
 	test_expect_code 2 tunekit train --model none 2>err &&
-	grep -q "model none has nothing to train (xgb, rfei)" err &&
+	grep -q "model none has nothing to train (xgb, rfei, tlp, mtl-tlp)" err &&
 	test_expect_code 2 tunekit train --objective lambdarank 2>err && grep -q "unknown objective" err &&
 	test_expect_code 2 tunekit train --feature pixels 2>err && grep -q "unknown feature kind" err &&
 	test_expect_code 2 tunekit train --feature knob --holdout 1.5 2>err &&
 	test_expect_code 2 tunekit train --feature knob --holdout x 2>err &&
 	test_expect_code 2 tunekit train --feature knob --holdout 0.3 --holdout-task $T1 2>err &&
-	grep -q "not both" err &&
+	grep -q "give one of" err &&
+	test_expect_code 2 tunekit train --feature knob --holdout-network no-such-net 2>err &&
+	test_expect_code 2 tunekit train --feature knob --aux-hw 2 2>err && grep -q "has one head" err &&
+	test_expect_code 2 tunekit train --model mtl-tlp --feature knob --aux-hw x 2>err &&
+	grep -q "not a hardware id" err &&
+	test_expect_code 2 tunekit train --model mtl-tlp --feature knob --aux-hw 1 2>err &&
+	grep -q "is the target" err &&
+	test_expect_code 2 tunekit train --model mtl-tlp --feature knob --aux-hw 99 2>err &&
+	grep -q "auxiliary hardware 99" err &&
+	test_expect_code 2 tunekit train --model mtl-tlp --feature knob --target-fraction 1.5 2>err &&
 	test_expect_code 2 tunekit train --feature knob --holdout-task dense:m=1,n=1,k=1 2>err &&
 	grep -q "no records of that task" err &&
 	test_expect_code 2 tunekit train --feature knob --holdout-task $T1 --holdout-task $T2 \
@@ -168,6 +177,25 @@ test_expect_success 'bad options exit 2 and add no model' '
 	printf "id\ttask\n999999\tx\n" | test_expect_code 2 tunekit train --feature knob - 2>err &&
 	grep -q "not in the store" err &&
 	test "$(sql "SELECT COUNT(*) FROM model")" -eq "$before"
+'
+
+test_expect_success 'tlp trains on knob features as one position; mtl-tlp adds a head per auxiliary hardware' '
+	tunekit train -q --model tlp --feature knob --rounds 3 --holdout-task $T2 --out tlp.model >out &&
+	test "$(tsv_col out set 3)" = holdout &&
+	grep -a -q "^kind tlp$" tlp.model && grep -a -q "^heads 1$" tlp.model &&
+	tunekit measure -q --target cpu:isa=sse2 --task $T1 --task $T2 --sample 8 --repeat 1 >/dev/null &&
+	tunekit extract-features -q --kind knob &&
+	hw2=$(sql "SELECT MAX(id) FROM hardware") && test "$hw2" -gt 1 &&
+	tunekit train -q --model mtl-tlp --feature knob --rounds 3 --hardware 1 --aux-hw $hw2 \
+		--holdout-task $T2 --out mtl.model >full &&
+	tunekit train --model mtl-tlp --feature knob --rounds 3 --hardware 1 --aux-hw $hw2 \
+		--holdout-task $T2 --target-fraction 0.5 --out mtl.model >out 2>err &&
+	grep -q "16 records of auxiliary hardware" err &&
+	half=$(( ($(tsv_col full rows 2) + 1) / 2 )) &&
+	grep -q "training on $half of the target" err &&
+	test "$(tsv_col out rows 2)" -eq $half &&
+	test "$(tsv_col out rows 3)" -eq "$(tsv_col full rows 3)" &&
+	grep -a -q "^kind mtl-tlp$" mtl.model && grep -a -q "^heads 2$" mtl.model
 '
 
 test_expect_success 'a model file that cannot be written exits 1 and adds no model' '

@@ -228,9 +228,11 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 test_expect_success 'help models and help searches print the tables' '
 	tunekit help models >hm &&
 	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer summary" &&
-	grep -q "^xgb  *knob,itervar,curve  *no  *yes " hm &&
+	grep -q "^xgb  *knob,itervar,curve,tlp  *no  *yes " hm &&
 	grep -q "^rfei  *knob,itervar,curve  *yes  *no " hm &&
-	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 4 &&
+	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no " hm &&
+	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no " hm &&
+	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 6 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
 	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 5 &&
@@ -239,7 +241,7 @@ test_expect_success 'help models and help searches print the tables' '
 
 test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, none)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, tlp, mtl-tlp, none)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
 	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, random, grid)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model none --search csa 2>err &&
@@ -253,6 +255,29 @@ test_expect_success 'bad options exit 2' '
 	grep -q "^tunekit tune: --trials: 0 is out of range" err &&
 	test_expect_code 2 tunekit tune --task $TASK --plan-size 4x 2>err &&
 	grep -q "plan-size: .4x. is not an integer" err
+'
+
+test_expect_success 'a trained model file scores the candidates, is never refit, and must fit the task' '
+	tunekit extract-features -q --kind knob &&
+	tunekit train -q --feature knob --out knob.model >/dev/null &&
+	tunekit tune -q --task $TASK --trials 16 --plan-size 8 --confirm 0 --model-file knob.model >mf &&
+	test $(tsv_count mf) -eq 16 &&
+	run=$(sql "SELECT MAX(id) FROM run") &&
+	sql "SELECT params FROM run WHERE id = $run" | grep -q "^model_file=knob.model$" &&
+	sql "SELECT params FROM run WHERE id = $run" | grep -q "^feature=knob$" &&
+	test "$(sql "SELECT method FROM run WHERE id = $run")" = "tune/xgb+sa" &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model-file knob.model --model rfei 2>err &&
+	grep -q "knob.model is a xgb model on knob features" err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model-file knob.model --feature itervar 2>err &&
+	test_expect_code 2 tunekit tune --task dense:m=8,n=8,k=8,b=2 --trials 4 --model-file knob.model 2>err &&
+	test_expect_code 2 tunekit tune --task conv2d:c=4,h=8,w=8,k=4 --trials 4 --model-file knob.model 2>err &&
+	grep -q "knob features, the model file takes" err &&
+	echo garbage >bad.model &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model-file bad.model 2>err &&
+	test $(wc -l <err) -eq 1 &&
+	test_expect_code 1 tunekit tune --task $TASK --trials 4 --model-file no-such.model 2>err &&
+	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model-file knob.model \
+		--transfer-from "$TUNEKIT_DB" 2>err && grep -q "never refit" err
 '
 
 test_expect_success 'a small budget over a network reaches every task; its latency is report best'"'"'s' '

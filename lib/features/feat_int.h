@@ -1,8 +1,10 @@
 /*
  * feat_int: what the files of lib/features share and nothing outside it may
  * use: the shape of a template space's main loop nest (loops and buffer
- * slots, fixed per task) and the two kinds computed from the lowered IR
- * (itervar.c). feature.c holds the public entry points and the knob kind.
+ * slots, fixed per task), the two kinds computed from the lowered IR
+ * (itervar.c) and the kind computed from the schedule sequence (tlp.c).
+ * feature.c holds the public entry points, the table of kinds and the knob
+ * kind.
  */
 #ifndef TK_FEAT_INT_H
 #define TK_FEAT_INT_H
@@ -22,5 +24,10 @@ void feat_nest_shape(const sp_space *sp, int *nloop, int *nslot);
  * configurations) or TK_ENOMEM. sp must have a program. */
 int feat_itervar(const sp_space *sp, const sp_config *c, float *out, int *valid);
 int feat_curve(const sp_space *sp, const sp_config *c, float *out, int *valid);
+
+/* tlp features of c into out[0..FEAT_TLP_L * FEAT_TLP_E); see tlp.c for the
+ * layout. Always TK_OK (with *valid 0 and zeros when c's schedule cannot
+ * be built); allocates nothing. sp must have a program. */
+int feat_tlp(const sp_space *sp, const sp_config *c, float *out, int *valid);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * feature: the public entry points of feature.h (kind names, versions,
- * lengths, dispatch) and the knob kind. The loop-nest kinds (itervar,
- * curve) live in itervar.c, whose top comment gives their exact layout.
+ * lengths, dispatch), the table of kinds they read, and the knob kind. The
+ * loop-nest kinds (itervar, curve) live in itervar.c and the schedule
+ * sequence kind (tlp) in tlp.c, whose top comments give their exact layout.
  *
  * knob (version 2): one group of values per knob of the space, in knob
  * order:
@@ -25,30 +26,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const kind_names[FEAT_NKIND] = { "knob", "itervar", "curve" };
-/* knob and itervar 2: the order knob's third value and its longer nest */
-static const int kind_versions[FEAT_NKIND] = { 2, 2, 1 };
-
-const char *feat_kind_name(int kind)
-{
-	assert(kind >= 0 && kind < FEAT_NKIND);
-	return kind_names[kind];
-}
-
-int feat_kind_parse(const char *name)
-{
-	for (int k = 0; name && k < FEAT_NKIND; k++)
-		if (!strcmp(name, kind_names[k]))
-			return k;
-	return -1;
-}
-
-int feat_version(int kind)
-{
-	assert(kind >= 0 && kind < FEAT_NKIND);
-	return kind_versions[kind];
-}
 
 /* ---- knob ------------------------------------------------------------------ */
 
@@ -102,7 +79,7 @@ static int knob_length(const sp_space *sp)
 	return n;
 }
 
-static void knob_extract(const sp_space *sp, const sp_config *c, float *out)
+static int knob_extract(const sp_space *sp, const sp_config *c, float *out, int *valid)
 {
 	int n = 0;
 	for (int k = 0; k < sp->nknob; k++) {
@@ -120,45 +97,99 @@ static void knob_extract(const sp_space *sp, const sp_config *c, float *out)
 			out[n++] = (float)log2(1.0 + fabs(x));
 		}
 	}
+	*valid = 1;
+	return TK_OK;
 }
+
+/* ---- the table of kinds ------------------------------------------------------- */
+
+static int itervar_length(const sp_space *sp)
+{
+	int nloop, nslot;
+	feat_nest_shape(sp, &nloop, &nslot);
+	return nloop * (FEAT_LOOP_FIXED + FEAT_SLOT_VALUES * nslot);
+}
+
+static int curve_length(const sp_space *sp)
+{
+	int nloop, nslot;
+	feat_nest_shape(sp, &nloop, &nslot);
+	return nslot * 2 * FEAT_CURVE_SAMPLES;
+}
+
+static int tlp_length(const sp_space *sp)
+{
+	return FEAT_TLP_L * FEAT_TLP_E;
+}
+
+/* One row per kind, in FEAT_* order. extract writes all length(sp) values
+ * and sets *valid; a kind that needs_prog is only called with a program. */
+static const struct feat_row {
+	const char *name;
+	int version;      /* bumped whenever the definition changes */
+	int needs_prog;   /* template tasks only */
+	int (*length)(const sp_space *sp);
+	int (*extract)(const sp_space *sp, const sp_config *c, float *out, int *valid);
+} kinds[FEAT_NKIND] = {
+	/* knob and itervar 2: the order knob's third value and its longer nest */
+	{ "knob", 2, 0, knob_length, knob_extract },
+	{ "itervar", 2, 1, itervar_length, feat_itervar },
+	{ "curve", 1, 1, curve_length, feat_curve },
+	{ "tlp", 1, 1, tlp_length, feat_tlp },
+};
 
 /* ---- entry points -------------------------------------------------------------- */
 
+const char *feat_kind_name(int kind)
+{
+	assert(kind >= 0 && kind < FEAT_NKIND);
+	return kinds[kind].name;
+}
+
+int feat_kind_parse(const char *name)
+{
+	for (int k = 0; name && k < FEAT_NKIND; k++)
+		if (!strcmp(name, kinds[k].name))
+			return k;
+	return -1;
+}
+
+int feat_version(int kind)
+{
+	assert(kind >= 0 && kind < FEAT_NKIND);
+	return kinds[kind].version;
+}
+
+int feat_seq_width(int kind)
+{
+	assert(kind >= 0 && kind < FEAT_NKIND);
+	return kind == FEAT_TLP ? FEAT_TLP_E : 0;
+}
+
+static int unsupported(int kind)
+{
+	return tk_seterr(TK_EUNSUPP, "%s features need a template task (this space is imported)",
+	                 kinds[kind].name);
+}
+
 int feat_length(int kind, const sp_space *sp, int *n)
 {
-	int nloop, nslot;
 	assert(kind >= 0 && kind < FEAT_NKIND && sp && n);
 	*n = 0;
-	if (kind == FEAT_KNOB) {
-		*n = knob_length(sp);
-		return TK_OK;
-	}
-	if (!sp->prog)
-		return tk_seterr(TK_EUNSUPP, "%s features need a template task (this space is imported)",
-		                 kind_names[kind]);
-	feat_nest_shape(sp, &nloop, &nslot);
-	if (kind == FEAT_ITERVAR)
-		*n = nloop * (FEAT_LOOP_FIXED + FEAT_SLOT_VALUES * nslot);
-	else
-		*n = nslot * 2 * FEAT_CURVE_SAMPLES;
+	if (kinds[kind].needs_prog && !sp->prog)
+		return unsupported(kind);
+	*n = kinds[kind].length(sp);
 	return TK_OK;
 }
 
 int feat_extract(int kind, const sp_space *sp, const sp_config *c, float *out, int *valid)
 {
-	int ok = 1, rc = TK_OK;
+	int ok = 0, rc;
 	assert(kind >= 0 && kind < FEAT_NKIND && sp && c && out);
-	if (kind == FEAT_KNOB) {
-		knob_extract(sp, c, out);
-	} else if (!sp->prog) {
-		int n;
-		rc = feat_length(kind, sp, &n);
-		ok = 0;
-	} else if (kind == FEAT_ITERVAR) {
-		rc = feat_itervar(sp, c, out, &ok);
-	} else {
-		rc = feat_curve(sp, c, out, &ok);
-	}
+	if (kinds[kind].needs_prog && !sp->prog)
+		rc = unsupported(kind);
+	else
+		rc = kinds[kind].extract(sp, c, out, &ok);
 	if (valid)
 		*valid = rc == TK_OK && ok;
 	return rc;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const cm_kind cm_xgb, cm_rfei;
+extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp;
 
 /* The model-free choice: no operations. */
 static const cm_kind cm_none = {
@@ -18,7 +18,7 @@ static const cm_kind cm_none = {
 	.summary = "no model: sa anneals on the measured throughput itself",
 };
 
-const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_none };
+const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_none };
 const int cm_nkinds = ArraySize(cm_kinds);
 
 struct cm_model {
@@ -88,6 +88,10 @@ int cm_fit(const cm_kind *k, const cm_params *p, const cm_data *train, const cm_
 	*out = NULL;
 	if (!cm_is_model(k))
 		return tk_seterr(TK_EINVAL, "model %s has nothing to fit", k ? k->name : "(none)");
+	for (int i = 0; train->head && !(k->flags & CM_MULTIHEAD) && i < train->n; i++)
+		if (train->head[i])
+			return tk_seterr(TK_EINVAL, "model %s has one head: rows of other hardware"
+			                 " need a multi-head model", k->name);
 	if ((rc = k->fit(p, train, valid, &state)))
 		return rc;
 	return wrap(k, state, out);
@@ -140,6 +144,25 @@ int cm_describe(cm_model *m, mf_meta *meta)
 	int rc = mf_set(meta, "kind", m->kind->name);
 	if (!rc && m->kind->describe)
 		rc = m->kind->describe(m->state, meta);
+	return rc;
+}
+
+int cm_read(const char *path, mf_meta *meta, cm_model **out)
+{
+	void *payload = NULL;
+	size_t len = 0;
+	const cm_kind *k;
+	int rc;
+	*out = NULL;
+	memset(meta, 0, sizeof *meta);
+	if ((rc = mf_read(path, meta, &payload, &len)))
+		return rc;
+	if (!cm_is_model(k = cm_find(mf_get(meta, "kind"))))
+		rc = tk_seterr(TK_ECORRUPT, "%s: a model of kind '%s', which this tunekit does not have",
+		               path, mf_get(meta, "kind"));
+	else if ((rc = cm_load(k, payload, len, out)))
+		rc = tk_seterr(TK_ECORRUPT, "%s: %s", path, tk_errmsg());
+	free(payload);
 	return rc;
 }
 

@@ -28,6 +28,7 @@ enum {
 	CM_UNCERTAINTY = 1 << 0, /* predict_dist: a mean and a deviation per row */
 	CM_TRANSFER = 1 << 1,    /* fits and predicts on top of base margins */
 	CM_RANK = 1 << 2,        /* can fit the pairwise ranking objective */
+	CM_MULTIHEAD = 1 << 3,   /* learns from rows of several heads (cm_data.head) */
 };
 
 typedef struct cm_params {
@@ -41,6 +42,9 @@ typedef struct cm_params {
 	const char *tree_method; /* NULL: the library's default */
 	tk_rng *rng;             /* draws of resampling models (bootstrap); NULL:
 	                            a generator seeded from seed */
+	int seq_e;               /* sequence models: floats per position of a row
+	                            (D = L x seq_e, padding positions all zero);
+	                            0: the whole row is one position */
 } cm_params;
 
 /* Defaults: rank, seed 1, rounds 0, early_stop 0, one thread. */
@@ -53,6 +57,9 @@ typedef struct cm_data {
 	int ngroup;              /* 0 if no groups */
 	const unsigned *group;   /* (ngroup) sizes summing to N */
 	const float *margin;     /* (N) base margins, or NULL */
+	const int *head;         /* (N) multi-head models (CM_MULTIHEAD): the head
+	                            (hardware) of each row's label, 0 the target
+	                            the model predicts for; NULL: all 0 */
 } cm_data;
 
 typedef struct cm_kind {
@@ -111,6 +118,11 @@ int cm_load(const cm_kind *k, const void *buf, size_t len, cm_model **out);
 /* "kind" and the kind's own keys into meta. */
 int cm_describe(cm_model *m, mf_meta *meta);
 const cm_kind *cm_kind_of(const cm_model *m);
+/* Read the model file at path (tunekit train writes it) into meta and a
+ * model of the kind it names. TK_EIO if it cannot be read, TK_ECORRUPT
+ * (naming path) if it is not a model file, names no kind of the table or
+ * its payload does not load; on error *out is NULL. */
+int cm_read(const char *path, mf_meta *meta, cm_model **out);
 void cm_free(cm_model *m); /* NULL is allowed */
 
 #endif

@@ -96,7 +96,7 @@ static int xdescribe(void *s, mf_meta *m)
 const cm_kind cm_xgb = {
 	.name = "xgb",
 	.summary = "XGBoost, AutoTVM's settings; takes a base model (transfer)",
-	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE,
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
 	.flags = CM_TRANSFER | CM_RANK,
 	.fit = xfit,
 	.predict = xpredict,

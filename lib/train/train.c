@@ -45,12 +45,13 @@ typedef struct tr_row {
 	double median, flops;
 	const float *x;
 	int d;
+	int head;
 } tr_row;
 
 static int set_add(tr_set *ts, const tr_row *r)
 {
 	tr_task *last = ts->ntask ? &ts->tasks[ts->ntask - 1] : NULL;
-	if (!last || last->id != r->task_id || strcmp(last->key, r->key)) {
+	if (!last || last->id != r->task_id || last->head != r->head || strcmp(last->key, r->key)) {
 		if (ts->ntask == ts->tcap) {
 			int c = ts->tcap ? 2 * ts->tcap : 64;
 			tr_task *v = realloc(ts->tasks, sizeof *v * (size_t)c);
@@ -62,6 +63,7 @@ static int set_add(tr_set *ts, const tr_row *r)
 		last = &ts->tasks[ts->ntask++];
 		memset(last, 0, sizeof *last);
 		last->id = r->task_id;
+		last->head = r->head;
 		last->first = ts->n;
 		if (!(last->key = strdup(r->key)) || (r->op && !(last->op = strdup(r->op))))
 			return tk_seterr(TK_ENOMEM, "out of memory");
@@ -165,7 +167,7 @@ static int got_row(void *ctx, const store_train_row *r)
 		return 0;
 	}
 	tr_row row = { r->task_id, r->meas_id, r->hardware_id, r->task, NULL, r->valid, r->median,
-	               r->flops, r->x, r->n };
+	               r->flops, r->x, r->n, 0 };
 	if ((f->rc = set_add(ts, &row)))
 		return 1;
 	return 0;
@@ -212,6 +214,31 @@ static int rows(tk_store *st, int64_t hw, int feat, const int64_t *ids, int nid,
 	store_fill f = { ts, TK_OK };
 	int rc = store_train_rows(st, hw, feat_kind_name(feat), feat_version(feat), ids, nid, got_row, &f);
 	return f.rc ? f.rc : rc;
+}
+
+/* Append the rows of auxiliary hardware hw to ts as tasks of head. */
+static int load_aux(tk_store *st, int feat, int64_t hw, int head, tr_set *ts)
+{
+	tr_set aux = { 0 };
+	int rc = rows(st, hw, feat, NULL, 0, &aux);
+	if (!rc) {
+		set_keep_hw(&aux, hw);
+		if (aux.n == 0)
+			rc = tk_seterr(TK_EINVAL, "auxiliary hardware %lld has no records with %s features",
+			               (long long)hw, feat_kind_name(feat));
+	}
+	for (int t = 0; !rc && t < aux.ntask; t++) {
+		const tr_task *tk = &aux.tasks[t];
+		for (int i = tk->first; !rc && i < tk->first + tk->n; i++) {
+			double lat = aux.lat[i];
+			tr_row r = { tk->id, aux.meas[i], aux.hw[i], tk->key, tk->op, lat > 0,
+			             lat > 0 ? lat : 0, lat > 0 ? aux.thr[i] * lat : 0,
+			             aux.xbuf + aux.xoff[i], aux.nx[i], head };
+			rc = set_add(ts, &r);
+		}
+	}
+	tr_set_free(&aux);
+	return rc;
 }
 
 int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src)
@@ -295,9 +322,21 @@ int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src)
 			goto done;
 	}
 	set_keep_hw(ts, src->hw_id);
-	if (ts->n == 0)
+	if (ts->n == 0) {
 		rc = tk_seterr(TK_EINVAL, "no records of hardware %lld to train on",
 		               (long long)src->hw_id);
+		goto done;
+	}
+	for (int k = 0; k < o->naux && !rc; k++) {
+		int64_t a = o->aux[k];
+		for (int j = 0; j < k; j++)
+			if (o->aux[j] == a)
+				rc = tk_seterr(TK_EINVAL, "auxiliary hardware %lld is given twice", (long long)a);
+		if (!rc && a == src->hw_id)
+			rc = tk_seterr(TK_EINVAL, "auxiliary hardware %lld is the target", (long long)a);
+		if (!rc)
+			rc = load_aux(st, o->feat, a, k + 1, ts);
+	}
 done:
 	hw_free(&hl);
 	return rc;
@@ -339,7 +378,7 @@ static int got_record(void *p, const store_rec *rec)
 	    feat_extract(H->feat, H->mt->space, &c, H->x, NULL))
 		return 0;
 	tr_row row = { rec->task_id, rec->id, rec->hardware_id, rec->task, H->mt->prog->op,
-	               rec->valid, rec->median, H->mt->prog->flops, H->x, H->d };
+	               rec->valid, rec->median, H->mt->prog->flops, H->x, H->d, 0 };
 	if ((H->rc = set_add(H->ts, &row)))
 		return 1;
 	return 0;
@@ -409,35 +448,45 @@ static int share(double f, int n)
 
 int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by_rows)
 {
+	int ntarget = 0;
 	memset(hold, 0, (size_t)ts->n);
 	*nhold = 0;
 	*by_rows = 0;
+	while (ntarget < ts->ntask && !ts->tasks[ntarget].head)
+		ntarget++;
 	if (o->ntasks > 0) {
 		for (int i = 0; i < o->ntasks; i++) {
-			int t = find_task(ts, o->tasks[i]);
+			const char *key = o->tasks[i];
+			te_prog *p = NULL;
+			int t = find_task(ts, key);
+			if (t < 0 && te_task_parse(o->tasks[i], &p) == TK_OK)
+				t = find_task(ts, key = p->key);
 			if (t < 0) {
-				te_prog *p;
-				if (te_task_parse(o->tasks[i], &p) == TK_OK) {
-					t = find_task(ts, p->key);
-					te_prog_free(p);
-				}
-			}
-			if (t < 0)
+				te_prog_free(p);
 				return tk_seterr(TK_EINVAL, "held-out task %s: no records of that task to"
 				                 " train on", o->tasks[i]);
-			ts->tasks[t].holdout = 1;
+			}
+			for (; t < ts->ntask; t++)
+				if (!strcmp(ts->tasks[t].key, key))
+					ts->tasks[t].holdout = 1;
+			te_prog_free(p);
 		}
-	} else if (o->holdout > 0 && ts->ntask >= 2) {
-		int k = share(o->holdout, ts->ntask), *perm = malloc(sizeof *perm * (size_t)ts->ntask);
+	} else if (o->holdout > 0 && ntarget >= 2) {
+		int k = share(o->holdout, ntarget), *perm = malloc(sizeof *perm * (size_t)ntarget);
 		if (!perm)
 			return tk_seterr(TK_ENOMEM, "out of memory");
-		shuffle(perm, ts->ntask, o->seed);
-		for (int i = 0; i < k; i++)
+		shuffle(perm, ntarget, o->seed);
+		for (int i = 0; i < k; i++) /* the target's tasks come first */
 			ts->tasks[perm[i]].holdout = 1;
 		free(perm);
+		/* the same tasks on every head */
+		for (int t = ntarget; t < ts->ntask; t++) {
+			int h = find_task(ts, ts->tasks[t].key);
+			ts->tasks[t].holdout = h >= 0 && ts->tasks[h].holdout;
+		}
 	} else if (o->holdout > 0) {
 		/* one task: hold out rows at random instead */
-		int n = ts->n, k, *perm;
+		int n = ts->ntask ? ts->tasks[0].n : 0, k, *perm;
 		if (n < 2)
 			return tk_seterr(TK_EINVAL, "one record: nothing to hold out");
 		k = share(o->holdout, n);
@@ -451,14 +500,41 @@ int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by
 		*by_rows = 1;
 		return TK_OK;
 	}
-	for (int t = 0; t < ts->ntask; t++)
-		for (int i = 0; i < ts->tasks[t].n && ts->tasks[t].holdout; i++) {
-			hold[ts->tasks[t].first + i] = 1;
-			++*nhold;
+	int ntrain = 0;
+	for (int t = 0; t < ts->ntask; t++) {
+		const tr_task *tk = &ts->tasks[t];
+		for (int i = 0; i < tk->n; i++) {
+			hold[tk->first + i] = !tk->holdout ? 0 : tk->head ? 2 : 1;
+			*nhold += tk->holdout && !tk->head;
+			ntrain += !tk->holdout && !tk->head;
 		}
-	if (*nhold == ts->n)
+	}
+	if (ntrain == 0)
 		return tk_seterr(TK_EINVAL, "every task is held out: nothing left to train on");
 	return TK_OK;
+}
+
+void tr_subsample(const tr_set *ts, char *sel, double frac, uint64_t seed, int *nkept)
+{
+	int n = 0, k, *perm;
+	*nkept = 0;
+	for (int i = 0; i < ts->n; i++)
+		n += sel[i] == 0 && !ts->tasks[ts->task[i]].head;
+	if (n == 0)
+		return;
+	k = (int)floor(frac * n + 0.5);
+	k = k < 1 ? 1 : k > n ? n : k;
+	if (!(perm = malloc(sizeof *perm * (size_t)n))) {
+		*nkept = n; /* keep all rather than fail: the caller sees the count */
+		return;
+	}
+	shuffle(perm, n, seed ^ 0x7375627361ULL);
+	/* perm[i] < k keeps the i-th target training row */
+	for (int i = 0, j = 0; i < ts->n; i++)
+		if (sel[i] == 0 && !ts->tasks[ts->task[i]].head)
+			sel[i] = perm[j++] < k ? 0 : 2;
+	free(perm);
+	*nkept = k;
 }
 
 /* ---- parts ------------------------------------------------------------------------ */
@@ -475,8 +551,11 @@ int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, i
 	pt->p = malloc(n * sizeof *pt->p);
 	pt->lat = malloc(n * sizeof *pt->lat);
 	pt->task = malloc(n * sizeof *pt->task);
+	pt->head = malloc(n * sizeof *pt->head);
+	pt->weight = malloc(n * sizeof *pt->weight);
 	pt->group = malloc(n * sizeof *pt->group);
-	if (!pt->x || !pt->y || !pt->p || !pt->lat || !pt->task || !pt->group)
+	if (!pt->x || !pt->y || !pt->p || !pt->lat || !pt->task || !pt->head || !pt->weight ||
+	    !pt->group)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	int k = 0;
 	for (int i = 0; i < ts->n; i++) {
@@ -487,6 +566,10 @@ int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, i
 		pt->y[k] = y[i];
 		pt->lat[k] = ts->lat[i];
 		pt->task[k] = ts->task[i];
+		const tr_task *tk = &ts->tasks[ts->task[i]];
+		pt->head[k] = tk->head;
+		pt->weight[k] = tk->weight > 0 ? tk->weight : 1;
+		pt->nhead = tk->head + 1 > pt->nhead ? tk->head + 1 : pt->nhead;
 		if (k == 0 || pt->task[k - 1] != ts->task[i]) {
 			pt->group[pt->ngroup++] = 1;
 			pt->ntask++;
@@ -505,19 +588,22 @@ void tr_part_free(tr_part *pt)
 	free(pt->p);
 	free(pt->lat);
 	free(pt->task);
+	free(pt->head);
+	free(pt->weight);
 	free(pt->group);
 	memset(pt, 0, sizeof *pt);
 }
 
 cm_data tr_part_data(const tr_part *pt)
 {
-	return (cm_data){ pt->n, pt->d, pt->x, pt->y, pt->ngroup, pt->group, NULL };
+	return (cm_data){ pt->n, pt->d, pt->x, pt->y, pt->ngroup, pt->group, NULL,
+	                  pt->nhead > 1 ? pt->head : NULL };
 }
 
 int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out)
 {
 	int rc = cm_predict(m, pt->x, pt->n, pt->d, NULL, pt->p);
-	return rc ? rc : cm_metrics_compute(pt->n, pt->task, pt->y, pt->lat, pt->p, NULL, out);
+	return rc ? rc : cm_metrics_compute(pt->n, pt->task, pt->y, pt->lat, pt->p, pt->weight, out);
 }
 
 /* ---- fit ---------------------------------------------------------------------------- */
@@ -526,6 +612,7 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
                 tr_fit *f)
 {
 	float *y = malloc(sizeof *y * (size_t)(ts->n > 0 ? ts->n : 1));
+	char *sel = NULL;
 	int rc;
 	memset(f, 0, sizeof *f);
 	if (!y)
@@ -533,7 +620,15 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
 	tr_labels(ts, y);
 	for (int i = 0; i < ts->n; i++)
 		f->d = ts->nx[i] > f->d ? ts->nx[i] : f->d;
+	/* sel of the target's training rows: 0 -> 3 for the metrics part */
+	if (!(sel = malloc((size_t)(ts->n > 0 ? ts->n : 1)))) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < ts->n; i++)
+		sel[i] = hold[i] == 0 && !ts->tasks[ts->task[i]].head ? 3 : hold[i];
 	if ((rc = tr_part_build(ts, y, hold, 0, f->d, &f->train)) ||
+	    (rc = tr_part_build(ts, y, sel, 3, f->d, &f->train0)) ||
 	    (rc = tr_part_build(ts, y, hold, 1, f->d, &f->hold)))
 		goto done;
 	cm_params q = *p;
@@ -542,16 +637,18 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
 	double t0 = tk_now();
 	rc = cm_fit(k, &q, &dtr, f->hold.n > 0 ? &dho : NULL, &f->m);
 	f->seconds = tk_now() - t0;
-	if (!rc && !(rc = tr_eval(f->m, &f->train, &f->mtrain)))
+	if (!rc && !(rc = tr_eval(f->m, &f->train0, &f->mtrain)))
 		rc = tr_eval(f->m, &f->hold, &f->mhold);
 done:
 	free(y);
+	free(sel);
 	return rc;
 }
 
 void tr_fit_free(tr_fit *f)
 {
 	tr_part_free(&f->train);
+	tr_part_free(&f->train0);
 	tr_part_free(&f->hold);
 	cm_free(f->m);
 	memset(f, 0, sizeof *f);

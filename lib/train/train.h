@@ -29,6 +29,8 @@ typedef struct tr_task {
 	int first, n;        /* rows first .. first+n-1 */
 	int d;               /* longest feature vector of its rows */
 	int holdout;         /* held out by tr_split */
+	int head;            /* 0: the target hardware; k: auxiliary hardware k (tr_load) */
+	double weight;       /* in metrics (occurrences in a network); 0 counts as 1 */
 } tr_task;
 
 typedef struct tr_set {
@@ -58,6 +60,10 @@ typedef struct tr_load_opts {
 	int64_t *ids;            /* only these measurements (sorted and
 	                            deduplicated in place), or NULL: all */
 	int nid;
+	const int64_t *aux;      /* auxiliary hardware (multi-head models): their
+	                            rows follow the target's, as tasks of head
+	                            1..naux; not with ids */
+	int naux;
 } tr_load_opts;
 
 /* What tr_load found, for the caller's messages. */
@@ -71,9 +77,11 @@ typedef struct tr_source {
 } tr_source;
 
 /* The rows of one hardware that have stored features of o->feat (see
- * 'tunekit extract-features'). TK_EINVAL with a message for: no records,
- * ids not in the store or without features, a hardware without records
- * or features. On error ts may hold rows; free it either way. */
+ * 'tunekit extract-features'), then those of each auxiliary hardware.
+ * TK_EINVAL with a message for: no records, ids not in the store or
+ * without features, a hardware without records or features, an auxiliary
+ * hardware that is the target or given twice. On error ts may hold rows;
+ * free it either way. */
 int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src);
 
 /* The records of hardware hw_key in hs with features of kind feat
@@ -99,26 +107,35 @@ typedef struct tr_split_opts {
 /* Mark held-out rows in hold[ts->n] (1 held out, 0 trained on) and their
  * tasks' holdout flags: whole tasks, chosen by a seeded shuffle or named;
  * with one task and a fraction, rows at random instead (*by_rows = 1).
- * *nhold receives the held-out rows. TK_EINVAL for a named task without
- * rows, one row to split, or everything held out. */
+ * A task held out is held out on every head, and the rows of auxiliary
+ * heads of held-out tasks are neither trained on nor measured (hold 2).
+ * *nhold receives the held-out rows of the target. TK_EINVAL for a named
+ * task without rows, one row to split, or everything held out. */
 int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by_rows);
+
+/* Keep a seeded random share frac (0 < frac <= 1; at least one row) of the
+ * target's training rows (sel 0, head 0); the others get sel 2, out of the
+ * fit and the metrics. *nkept receives the target rows kept. */
+void tr_subsample(const tr_set *ts, char *sel, double frac, uint64_t seed, int *nkept);
 
 /* ---- parts, fit and metrics ------------------------------------------------ */
 
 /* The rows i with sel[i] == want, features padded to d; groups by task. */
 typedef struct tr_part {
-	int n, d, ngroup, ntask;
+	int n, d, ngroup, ntask, nhead;
 	float *x;                /* (N, D) */
 	float *y;                /* (N) labels */
 	float *p;                /* (N) predictions (tr_eval) */
 	double *lat;             /* (N) */
 	int64_t *task;           /* (N) task index */
+	int *head;               /* (N) head of the row's task */
+	double *weight;          /* (N) weight of the row's task */
 	unsigned *group;         /* (ngroup) */
 } tr_part;
 
 int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, int d, tr_part *pt);
 void tr_part_free(tr_part *pt);
-/* The part as a model's data. */
+/* The part as a model's data (heads only when a row is not of head 0). */
 cm_data tr_part_data(const tr_part *pt);
 /* Predict the part (into pt->p) and measure the predictions. */
 int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out);
@@ -128,6 +145,7 @@ int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out);
 /* A fit of a model on a split set, and its metrics. */
 typedef struct tr_fit {
 	tr_part train, hold;
+	tr_part train0;          /* the target's training rows, for metrics */
 	int d;
 	cm_model *m;
 	cm_metrics mtrain, mhold;
@@ -135,8 +153,9 @@ typedef struct tr_fit {
 } tr_fit;
 
 /* Fit a model of kind k (parameters p; with held-out rows, early stopping
- * on them after TR_EARLY_STOP rounds) on the rows of ts not held out, and
- * measure it on both sides. Free f with tr_fit_free() either way. */
+ * on them after TR_EARLY_STOP rounds) on the rows of ts with hold 0, and
+ * measure it on the target's rows of both sides (hold 0 and 1). Free f
+ * with tr_fit_free() either way. */
 int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,
                 tr_fit *f);
 void tr_fit_free(tr_fit *f);

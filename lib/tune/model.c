@@ -138,6 +138,7 @@ static void fit_params(tn_ctx *C, tn_task *t, cm_params *p)
 	p->rounds = C->o->xgb_rounds > 0 ? C->o->xgb_rounds : 0;
 	p->early_stop = C->o->xgb_rounds > 0 ? 0 : EARLY_STOP;
 	p->rng = &t->rng;
+	p->seq_e = feat_seq_width(C->feat);
 }
 
 /* The base model's output on n rows, weighted by t->base_w. */
@@ -154,7 +155,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 	int d, rc;
 	float *x = NULL, *y = NULL, *margin = NULL;
 	cm_params p;
-	if (t->nx == 0)
+	if (t->nx == 0 || C->fixed)
 		return TK_OK;
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
@@ -197,7 +198,8 @@ done:
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd)
 {
 	int d, rc;
-	if (!t->model) {
+	cm_model *m = C->fixed ? C->fixed : t->model;
+	if (!m) {
 		for (int i = 0; i < n; i++)
 			mu[i] = sd[i] = 0;
 		return TK_OK;
@@ -208,7 +210,7 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 	if (!x)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	else if (!(rc = model_features(C, t, c, n, x, &d)))
-		rc = cm_predict_dist(t->model, x, n, d, mu, sd);
+		rc = cm_predict_dist(m, x, n, d, mu, sd);
 	free(x);
 	return rc;
 }
@@ -228,7 +230,7 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		free(sd);
 		return rc;
 	}
-	if (!t->model && !t->base) {
+	if (!t->model && !t->base && !C->fixed) {
 		for (int i = 0; i < n; i++)
 			out[i] = 0;
 		return TK_OK;
@@ -241,6 +243,8 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	else if ((rc = model_features(C, t, c, n, x, &d)))
 		;
+	else if (C->fixed)
+		rc = cm_predict(C->fixed, x, n, d, NULL, out);
 	else if (!t->model)
 		rc = cm_predict(t->base, x, n, d, NULL, out); /* nothing measured yet */
 	else if (!margin || !(rc = base_margin(t, x, n, d, margin)))

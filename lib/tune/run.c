@@ -471,7 +471,7 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	char names[256];
 	int rc;
 	if ((C->feat = feat_kind_parse(o->feature)) < 0)
-		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve)", o->feature);
+		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp)", o->feature);
 	if ((rc = cm_lookup(o->model, &C->mk)) || (rc = sr_lookup(o->search, &C->sk)))
 		return rc;
 	assert(C->sk->next || C->sk->plan);
@@ -515,8 +515,13 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		return rc;
 	if (ntask < 1)
 		return tk_seterr(TK_EINVAL, "no task to tune");
-	if ((o->replay[0] && !in->replay) || (o->transfer_from[0] && !in->history))
-		return tk_seterr(TK_EINVAL, "the replay or history store is not open");
+	if ((o->replay[0] && !in->replay) || (o->transfer_from[0] && !in->history) ||
+	    (o->model_file[0] && !in->model))
+		return tk_seterr(TK_EINVAL, "the replay or history store or the model file is not open");
+	if (o->model_file[0] && o->transfer_from[0])
+		return tk_seterr(TK_EINVAL, "a trained model (--model-file) is never refit: no"
+		                 " --transfer-from with it");
+	J.C.fixed = in->model;
 	J.C.data = o->replay[0] ? in->replay : NULL;
 	if (!(J.tk = calloc((size_t)ntask, sizeof *J.tk))) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
@@ -524,6 +529,12 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 	}
 	for (int i = 0; i < ntask; i++, J.ntask++)
 		if ((rc = task_open(&J.C, task[i], weight ? weight[i] : 1, &J.tk[i])))
+			goto done;
+	for (int i = 0, d; J.C.fixed && i < ntask; i++)
+		if ((rc = feat_length(J.C.feat, J.tk[i]->space, &d)) ||
+		    (d != in->model_d && (rc = tk_seterr(TK_EINVAL, "%s: %d %s features, the model file"
+		                                         " takes %d", J.tk[i]->key, d, o->feature,
+		                                         in->model_d))))
 			goto done;
 	/* the register file of the target measured on bounds the tiles drawn */
 	for (int i = 0; i < ntask && !J.C.data && o->regtile; i++)

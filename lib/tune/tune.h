@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "measure/measure.h"
+#include "model/cost.h"
 #include "search/search.h"
 #include "store/store.h"
 
@@ -61,6 +62,8 @@ typedef struct tn_opts {
 	                             target's registers minus 2; 0: no limit.
 	                             Not applied to replayed tasks */
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
+	char model_file[512];     /* a trained model (tn_stores.model) that scores
+	                             candidates as it is, never refit; "" for none */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */
@@ -143,6 +146,9 @@ typedef struct tn_result {
 typedef struct tn_stores {
 	tk_store *replay;         /* the dataset of o->replay, if it is set */
 	tk_store *history;        /* the history of o->transfer_from, if it is set */
+	cm_model *model;          /* the model of o->model_file, if it is set, of
+	                             kind o->model on o->feature features */
+	int model_d;              /* its feature length */
 } tn_stores;
 
 /* Tune the ntask tasks (weights: occurrences; NULL = all 1) with o on

@@ -73,6 +73,8 @@ typedef struct tn_ctx {
 	int feat;             /* FEAT_* of o->feature */
 	const cm_kind *mk;    /* the cost model's row (o->model) */
 	const sr_kind *sk;    /* the search's row (o->search) */
+	cm_model *fixed;      /* a trained model scoring every task, never refit
+	                         (o->model_file), or NULL */
 	int model_based;      /* the search plans on the model: a model and a
 	                         search with a plan operation */
 } tn_ctx;

@@ -301,9 +301,10 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 int tuner_start(tn_ctx *C, tn_task *t)
 {
 	int rc = TK_OK;
-	if (t->base && t->fits == 0 && C->model_based) {
+	if ((t->base || C->fixed) && t->fits == 0 && C->model_based) {
 		/* AutoTVM plans the first trials on the base model alone and does
-		 * not count that as a fit: the first refit still comes at plan_size */
+		 * not count that as a fit: the first refit still comes at plan_size
+		 * (a trained model from a file plans them likewise) */
 		rc = replan(C, t);
 		t->fits = 0;
 	}

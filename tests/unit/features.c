@@ -1,6 +1,7 @@
 /*
  * Unit tests for lib/features and lib/store/features.c: kind names and
- * versions; knob, itervar and curve values on a hand-checked GEMM loop nest;
+ * versions; knob, itervar and curve values on a hand-checked GEMM loop nest
+ * (tlp values: tlp.c);
  * fixed lengths over random configurations of a convolution and of every
  * operator (checked against the nest the IR really has); zeros and valid = 0
  * for a configuration that cannot be lowered; knob features of an imported
@@ -68,7 +69,7 @@ static float *extract(const task *t, int k, const char *text, int *n, int *valid
 
 TEST(test_kinds)
 {
-	CHECK_EQ_INT(FEAT_NKIND, 3);
+	CHECK_EQ_INT(FEAT_NKIND, 4);
 	for (int k = 0; k < FEAT_NKIND; k++) {
 		CHECK_EQ_INT(feat_kind_parse(feat_kind_name(k)), k);
 		CHECK(feat_version(k) > 0);
@@ -76,6 +77,7 @@ TEST(test_kinds)
 	CHECK_EQ_STR(feat_kind_name(FEAT_KNOB), "knob");
 	CHECK_EQ_STR(feat_kind_name(FEAT_ITERVAR), "itervar");
 	CHECK_EQ_STR(feat_kind_name(FEAT_CURVE), "curve");
+	CHECK_EQ_STR(feat_kind_name(FEAT_TLP), "tlp");
 	CHECK_EQ_INT(feat_kind_parse("bogus"), -1);
 	CHECK_EQ_INT(feat_kind_parse(""), -1);
 	CHECK_EQ_INT(feat_kind_parse("Knob"), -1);
@@ -388,8 +390,8 @@ TEST(test_invalid_zeros)
 		int nonzero = 0;
 		for (int i = 0; i < n; i++)
 			nonzero += v[i] != 0;
-		if (k == FEAT_KNOB) {
-			CHECK_EQ_INT(valid, 1); /* knob features never lower */
+		if (k == FEAT_KNOB || k == FEAT_TLP) {
+			CHECK_EQ_INT(valid, 1); /* knob and tlp features never lower */
 			CHECK(nonzero > 0);
 		} else {
 			CHECK_EQ_INT(valid, 0);
@@ -440,8 +442,8 @@ TEST(test_imported_knob)
 	CHECK_NEAR(v[0], lg(16), 1e-6);
 	CHECK_NEAR(v[1], 1, 0);
 	CHECK_NEAR(v[3], lg(3), 1e-6);
-	/* the loop-nest kinds need a program */
-	for (int k = FEAT_ITERVAR; k <= FEAT_CURVE; k++) {
+	/* the loop-nest and schedule kinds need a program */
+	for (int k = FEAT_ITERVAR; k <= FEAT_TLP; k++) {
 		n = -1;
 		CHECK_EQ_INT(feat_length(k, sp, &n), TK_EUNSUPP);
 		CHECK(tk_errmsg()[0] != 0);

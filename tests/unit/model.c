@@ -781,11 +781,11 @@ TEST(cost_table_names_and_flags)
 	CHECK(k && !cm_is_model(k));
 	CHECK_EQ_INT(cm_lookup("svm", &k), TK_EINVAL);
 	CHECK(k == NULL);
-	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, none)") != NULL);
+	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, tlp, mtl-tlp, none)") != NULL);
 	cm_names(names, sizeof names, CM_UNCERTAINTY, 1);
 	CHECK_EQ_STR(names, "rfei");
 	cm_names(names, sizeof names, 0, 1);
-	CHECK_EQ_STR(names, "xgb, rfei");
+	CHECK_EQ_STR(names, "xgb, rfei, tlp, mtl-tlp");
 	cm_names(names, 5, 0, 0);   /* cut short, still terminated */
 	CHECK_EQ_STR(names, "xgb");
 	for (int i = 0; i < cm_nkinds; i++) {
@@ -824,7 +824,7 @@ TEST(cost_rfei_fit_dist_and_reload)
 	p.seed = 9;
 	tk_rng_seed(&g1, 1, 2);
 	tk_rng_seed(&g2, 1, 2);
-	cm_data d = { N, SD, x, y, 0, NULL, NULL };
+	cm_data d = { N, SD, x, y, 0, NULL, NULL, NULL };
 	cm_model *m = NULL, *m2 = NULL, *m3 = NULL;
 	p.rng = &g1;
 	CHECK_EQ_INT(cm_fit(k, &p, &d, NULL, &m), TK_OK);
@@ -894,7 +894,7 @@ TEST(cost_xgb_update_and_margin)
 	cm_params_default(&p);
 	p.rank = 0;
 	p.rounds = 40;
-	cm_data half = { N / 2, SD, x, y, 0, NULL, NULL }, all = { N, SD, x, y, 0, NULL, NULL };
+	cm_data half = { N / 2, SD, x, y, 0, NULL, NULL, NULL }, all = { N, SD, x, y, 0, NULL, NULL, NULL };
 	cm_model *m = NULL;
 	CHECK_EQ_INT(cm_fit(cm_find("xgb"), &p, &half, NULL, &m), TK_OK);
 	if (!m)

@@ -1,0 +1,57 @@
+#!/bin/sh
+# pack.sh: write the shipped copy of the offline dataset
+# (data/dataset/dataset.db.gz, a compacted tunekit store) and its manifest
+# (data/dataset/MANIFEST.md) from the build store (make dataset-pack).
+#
+#   data/dataset/pack.sh [BUILD.db]
+set -eu
+SRC=${1:-${DATASET_DB:-data/dataset/build/dataset.db}}
+OUT=data/dataset
+[ -e "$SRC" ] || { echo "pack.sh: no build store at $SRC (make dataset)" >&2; exit 1; }
+tmp=$OUT/.pack.db
+rm -f "$tmp"
+# A compacted copy: one file, no WAL, no free pages.
+sqlite3 "$SRC" "VACUUM INTO '$tmp'"
+gzip -9 -n -c "$tmp" > "$OUT/dataset.db.gz.tmp"
+mv "$OUT/dataset.db.gz.tmp" "$OUT/dataset.db.gz"
+q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
+{
+	echo "# The offline dataset: manifest"
+	echo
+	echo "Written by \`make dataset-pack\` on $(date -u +%Y-%m-%d) from the build store;"
+	echo "\`make dataset\` measures more (see README.md in this directory)."
+	echo
+	echo "## Counts"
+	echo
+	echo "| records | valid | invalid | tasks | configurations |"
+	echo "|---|---|---|---|---|"
+	echo "| $(q "SELECT COUNT(*), SUM(valid), SUM(NOT valid), (SELECT COUNT(*) FROM task),
+		(SELECT COUNT(*) FROM config) FROM measurement") |"
+	echo
+	echo "## Hardware"
+	echo
+	echo "Each target is distinct hardware: the CPU (with its family and model), the ISA the"
+	echo "kernels were compiled for, the compiler and its version, flags and threads."
+	echo
+	echo "| id | CPU | ISA | compiler | records | valid | tasks |"
+	echo "|---|---|---|---|---|---|---|"
+	q "SELECT h.id, h.cpu, h.isa, h.cc, COUNT(*), SUM(m.valid), COUNT(DISTINCT c.task_id)
+		FROM measurement m JOIN hardware h ON h.id = m.hardware_id JOIN config c ON c.id = m.config_id
+		GROUP BY h.id ORDER BY h.id" | sed 's/^/| /; s/$/ |/'
+	echo
+	echo "## Split"
+	echo
+	echo "By network: models train on the tasks of every other network and are scored on"
+	echo "the tasks of resnet-18 and bert-base (\`tunekit train --holdout-network resnet-18"
+	echo "--holdout-network bert-base\`). A task that also occurs in a training network"
+	echo "(the classifier layers) is held out all the same. Invalid records stay in."
+	echo
+	echo "## Tasks"
+	echo
+	echo "| task | records | valid |"
+	echo "|---|---|---|"
+	q "SELECT t.key, COUNT(*), SUM(m.valid) FROM measurement m JOIN config c ON c.id = m.config_id
+		JOIN task t ON t.id = c.task_id GROUP BY t.id ORDER BY t.key" | sed 's/^/| /; s/$/ |/'
+} > "$OUT/MANIFEST.md"
+rm -f "$tmp"
+echo "pack.sh: $(du -h "$OUT/dataset.db.gz" | cut -f1) in $OUT/dataset.db.gz; manifest in $OUT/MANIFEST.md" >&2

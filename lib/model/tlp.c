@@ -1,0 +1,723 @@
+/*
+ * tlp: the "tlp" and "mtl-tlp" rows of the cost-model table, the attention
+ * cost model of TLP (Zhai et al., ASPLOS 2023) over schedule-primitive
+ * sequences, with one decoder head per hardware for MTL-TLP.
+ *
+ * Shape key: B = sequences of a batch, L = positions of a sequence (rows of
+ * a feature vector, D = L x E), E = floats per position (cm_params.seq_e),
+ * T = valid positions of a batch (the sum of the sequence lengths), H = the
+ * hidden width (256), A = attention heads (8), K = decoder heads (1 for tlp,
+ * one per hardware for mtl-tlp).
+ *
+ * The network, as the paper's Figure 7 and its reference code, per position:
+ *   encoder   E -> 64 -> 128 -> 256 -> H, linear + ReLU each
+ *   attention one A-head self-attention over the sequence's valid positions
+ *             (packed q,k,v projection, output projection), plus residual
+ *   2 blocks  h = ReLU(h W^T + b) + h
+ *   decoder   H -> 256 -> 128 -> 64 -> 1 (linear + ReLU, the last linear),
+ *             the head of the row's hardware
+ * and the score of a sequence is the sum of its positions' outputs. A
+ * sequence's length is its number of leading positions that are not all
+ * zero (padding rows are zero; every primitive row has a one-hot kind).
+ * Work runs on the T valid positions packed together, not on B x L:
+ * attention takes each sequence's packed rows as a batch of one.
+ *
+ * The label is the task's best latency over the row's latency (throughput
+ * normalised per task, 0 for invalid rows); the loss is lambdarank (rank,
+ * the default) or MSE, over groups of at most TLP_CHUNK rows of one task
+ * and head drawn afresh each epoch. AdamW with a linear warm-up and a
+ * cosine decay, gradients clipped to norm 1. The model trains a fixed
+ * number of epochs (rounds; by default TLP_EPOCHS, or more on small data,
+ * to take at least TLP_MINSTEPS steps): a validation set is not
+ * used to choose the epoch, so held-out tasks stay unseen. Deterministic
+ * given the seed, up to OpenBLAS's summation order.
+ *
+ * An update (the tuner's refit after a plan) fine-tunes the network it has
+ * on all the records so far for about TLP_UPDATESTEPS steps (at least one
+ * epoch), rather than training a new one from scratch.
+ *
+ * mtl-tlp is the same network with K heads: the backbone (encoder,
+ * attention, blocks) is shared, rows of hardware k train head k only (the
+ * loss of a row is masked for the other heads), and predictions use head 0,
+ * the target. With one hardware it is tlp.
+ *
+ * Payload: a header of TLP_MAGIC, TLP_VERSION, E, L, K and the objective,
+ * then the parameter block as an nn checkpoint whose tag hashes the shape.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "features/feature.h"
+#include "nn/nn.h"
+
+#define TLP_H 256
+#define TLP_A 8
+#define TLP_NRES 2
+#define TLP_MAXHEAD 16
+#define TLP_BMAX 128       /* sequences per batch */
+#define TLP_CHUNK 32       /* rows of one task and head per ranking group */
+#define TLP_EPOCHS 30
+#define TLP_MINSTEPS 1000  /* by default, at least this many steps */
+#define TLP_UPDATESTEPS 200 /* an update fine-tunes for this many steps */
+#define TLP_LR 1e-3f
+#define TLP_MAGIC 0x4d504c54u /* "TLPM" */
+#define TLP_VERSION 1u
+#define TLP_HEADER 32
+
+static const int enc_dim[4] = { 64, 128, 256, TLP_H };
+static const int dec_dim[4] = { 256, 128, 64, 1 };
+
+/* The parameters, pointers into one block. */
+typedef struct tlp_w {
+	float *enc_w[4], *enc_b[4];
+	float *qkv_w, *qkv_b;    /* (3H, H), (3H) */
+	float *proj_w, *proj_b;  /* (H, H), (H) */
+	float *res_w[TLP_NRES], *res_b[TLP_NRES];
+	float *dec_w[TLP_MAXHEAD][4], *dec_b[TLP_MAXHEAD][4];
+} tlp_w;
+
+/* Activations of a batch of at most TLP_BMAX sequences (T <= BMAX x L). */
+typedef struct tlp_act {
+	float *x;                /* (T, E) */
+	float *enc[4];           /* (T, enc_dim[i]) after ReLU */
+	float *qkv;              /* (T, 3H) */
+	float *att;              /* sequence b's (A, len, len) at attoff[b] */
+	float *ao;               /* (T, H) attention output, packed */
+	float *h[TLP_NRES + 1];  /* (T, H): h[0] after attention + residual */
+	float *r[TLP_NRES];      /* (T, H) ReLU outputs of the blocks */
+	float *dec[4];           /* (T, dec_dim[i]) */
+	/* gradients */
+	float *g0, *g1, *g2;     /* (T, H) each */
+	float *gqkv;             /* (T, 3H) */
+	float *gdec[4];          /* (T, dec_dim[i]) */
+	float *genc[4];          /* (T, enc_dim[i]) */
+	float *scratch;          /* (L, L) */
+} tlp_act;
+
+typedef struct tlp_net {
+	int E, L, K, rank;
+	size_t nparam;
+	float *param, *grad;     /* (P) each */
+	tlp_w w, dw;
+	float *actblock;
+	tlp_act a;
+	int len[TLP_BMAX], off[TLP_BMAX + 1];
+	size_t attoff[TLP_BMAX];
+	int T;
+} tlp_net;
+
+/* ---- layout ----------------------------------------------------------- */
+
+/* Sizes and pointers of the parameter tensors of w, in block order; returns
+ * the count. */
+static int wlist(tlp_w *w, int E, int K, float **ptrs[], size_t sizes[])
+{
+	int n = 0, in = E;
+#define ADD(p, sz) (ptrs[n] = &(p), sizes[n] = (size_t)(sz), n++)
+	for (int i = 0; i < 4; i++) {
+		ADD(w->enc_w[i], enc_dim[i] * in);
+		ADD(w->enc_b[i], enc_dim[i]);
+		in = enc_dim[i];
+	}
+	ADD(w->qkv_w, 3 * TLP_H * TLP_H);
+	ADD(w->qkv_b, 3 * TLP_H);
+	ADD(w->proj_w, TLP_H * TLP_H);
+	ADD(w->proj_b, TLP_H);
+	for (int i = 0; i < TLP_NRES; i++) {
+		ADD(w->res_w[i], TLP_H * TLP_H);
+		ADD(w->res_b[i], TLP_H);
+	}
+	for (int k = 0; k < K; k++) {
+		in = TLP_H;
+		for (int i = 0; i < 4; i++) {
+			ADD(w->dec_w[k][i], dec_dim[i] * in);
+			ADD(w->dec_b[k][i], dec_dim[i]);
+			in = dec_dim[i];
+		}
+	}
+#undef ADD
+	return n;
+}
+
+#define TLP_MAXTENSOR (8 + 4 + 2 * TLP_NRES + 8 * TLP_MAXHEAD)
+
+static void net_free(tlp_net *n)
+{
+	if (!n)
+		return;
+	free(n->param);
+	free(n->grad);
+	free(n->actblock);
+	free(n);
+}
+
+/* A network for rows of E floats per position, L positions, K heads, its
+ * parameters zero. */
+static int net_new(int E, int L, int K, tlp_net **out)
+{
+	float **ptrs[TLP_MAXTENSOR], **dptrs[TLP_MAXTENSOR];
+	size_t sizes[TLP_MAXTENSOR], count;
+	tlp_net *n = calloc(1, sizeof *n);
+	*out = NULL;
+	if (!n)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	n->E = E, n->L = L, n->K = K;
+	int nt = wlist(&n->w, E, K, ptrs, sizes);
+	wlist(&n->dw, E, K, dptrs, sizes);
+	if (nn_alloc(&n->param, &n->nparam, ptrs, sizes, nt) ||
+	    nn_alloc(&n->grad, &count, dptrs, sizes, nt)) {
+		net_free(n);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	/* Activations. */
+	size_t T = (size_t)TLP_BMAX * L, H = TLP_H;
+	tlp_act *a = &n->a;
+	float **aptr[48];
+	size_t asz[48];
+	int na = 0;
+#define ACT(p, sz) (aptr[na] = &(p), asz[na] = (sz), na++)
+	ACT(a->x, T * E);
+	for (int i = 0; i < 4; i++) {
+		ACT(a->enc[i], T * enc_dim[i]);
+		ACT(a->genc[i], T * enc_dim[i]);
+		ACT(a->dec[i], T * dec_dim[i]);
+		ACT(a->gdec[i], T * dec_dim[i]);
+	}
+	ACT(a->qkv, T * 3 * H);
+	ACT(a->att, (size_t)TLP_BMAX * TLP_A * L * L);
+	ACT(a->ao, T * H);
+	for (int i = 0; i <= TLP_NRES; i++)
+		ACT(a->h[i], T * H);
+	for (int i = 0; i < TLP_NRES; i++)
+		ACT(a->r[i], T * H);
+	ACT(a->g0, T * H);
+	ACT(a->g1, T * H);
+	ACT(a->g2, T * H);
+	ACT(a->gqkv, T * 3 * H);
+	ACT(a->scratch, (size_t)L * L);
+#undef ACT
+	if (nn_alloc(&n->actblock, &count, aptr, asz, na)) {
+		net_free(n);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	*out = n;
+	return TK_OK;
+}
+
+/* PyTorch's default initialisation of a linear layer: weights and biases
+ * uniform in +-1/sqrt(fan_in). */
+static void net_init(tlp_net *n, tk_rng *r)
+{
+	tlp_w *w = &n->w;
+	int in = n->E;
+#define INIT(wt, bs, out, fin) do { \
+		float bound = 1.0f / sqrtf((float)(fin)); \
+		nn_init_uniform(wt, (size_t)(out) * (fin), bound, r); \
+		nn_init_uniform(bs, (size_t)(out), bound, r); \
+	} while (0)
+	for (int i = 0; i < 4; i++) {
+		INIT(w->enc_w[i], w->enc_b[i], enc_dim[i], in);
+		in = enc_dim[i];
+	}
+	INIT(w->qkv_w, w->qkv_b, 3 * TLP_H, TLP_H);
+	INIT(w->proj_w, w->proj_b, TLP_H, TLP_H);
+	for (int i = 0; i < TLP_NRES; i++)
+		INIT(w->res_w[i], w->res_b[i], TLP_H, TLP_H);
+	for (int k = 0; k < n->K; k++) {
+		in = TLP_H;
+		for (int i = 0; i < 4; i++) {
+			INIT(w->dec_w[k][i], w->dec_b[k][i], dec_dim[i], in);
+			in = dec_dim[i];
+		}
+	}
+#undef INIT
+}
+
+/* ---- forward and backward ------------------------------------------------ */
+
+/* Leading positions of row x (L positions of E floats) that are not all 0. */
+static int seq_len(const float *x /* (L, E) */, int L, int E)
+{
+	int len = L;
+	while (len > 0) {
+		const float *p = x + (size_t)(len - 1) * E;
+		int zero = 1;
+		for (int e = 0; e < E && zero; e++)
+			zero = p[e] == 0.0f;
+		if (!zero)
+			break;
+		len--;
+	}
+	return len;
+}
+
+/* dy[i] = 0 where the ReLU output y[i] is 0: the ReLU's backward in place. */
+static void relu_mask(float *dy /* (N) */, const float *y /* (N) */, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (y[i] <= 0.0f)
+			dy[i] = 0.0f;
+}
+
+static void linear_relu(float *y, const float *x, const float *w, const float *b, int T, int in,
+                        int out)
+{
+	nn_linear_forward(y, x, w, b, T, in, out);
+	nn_relu_forward(y, y, (size_t)T * out);
+}
+
+/* Scores of B <= TLP_BMAX sequences x (B, L*E); rows of sequence b use
+ * decoder head[b] (NULL: all 0), and sequences of one head must be
+ * contiguous (the caller orders a batch by head). */
+static void net_forward(tlp_net *n, float *score /* (B) */, const float *x /* (B, L*E) */,
+                        const int *head /* (B) or NULL */, int B)
+{
+	tlp_act *a = &n->a;
+	const int E = n->E, L = n->L, H = TLP_H;
+	n->off[0] = 0;
+	for (int b = 0; b < B; b++) {
+		const float *xb = x + (size_t)b * L * E;
+		n->len[b] = L > 1 ? seq_len(xb, L, E) : 1;
+		if (n->len[b] == 0)
+			n->len[b] = 1; /* an all-zero row still gets a score */
+		memcpy(a->x + (size_t)n->off[b] * E, xb, sizeof *xb * (size_t)n->len[b] * E);
+		n->off[b + 1] = n->off[b] + n->len[b];
+		n->attoff[b] = b ? n->attoff[b - 1] + (size_t)TLP_A * n->len[b - 1] * n->len[b - 1] : 0;
+	}
+	int T = n->T = n->off[B], in = E;
+	const float *prev = a->x;
+	for (int i = 0; i < 4; i++) {
+		linear_relu(a->enc[i], prev, n->w.enc_w[i], n->w.enc_b[i], T, in, enc_dim[i]);
+		prev = a->enc[i];
+		in = enc_dim[i];
+	}
+	nn_linear_forward(a->qkv, prev, n->w.qkv_w, n->w.qkv_b, T, H, 3 * H);
+	/* A sequence's packed rows are a batch of one of its own length. */
+	for (int b = 0; b < B; b++)
+		nn_attention_forward(a->ao + (size_t)n->off[b] * H, a->att + n->attoff[b],
+		                     a->qkv + (size_t)n->off[b] * 3 * H, &n->len[b], 1, n->len[b], H,
+		                     TLP_A);
+	nn_linear_forward(a->h[0], a->ao, n->w.proj_w, n->w.proj_b, T, H, H);
+	nn_residual_forward(a->h[0], a->h[0], prev, (size_t)T * H);
+	for (int i = 0; i < TLP_NRES; i++) {
+		linear_relu(a->r[i], a->h[i], n->w.res_w[i], n->w.res_b[i], T, H, H);
+		nn_residual_forward(a->h[i + 1], a->r[i], a->h[i], (size_t)T * H);
+	}
+	/* Decoders, one contiguous run of sequences per head. */
+	for (int b0 = 0, b1; b0 < B; b0 = b1) {
+		int k = head ? head[b0] : 0;
+		for (b1 = b0 + 1; b1 < B && (head ? head[b1] : 0) == k; b1++)
+			;
+		int t0 = n->off[b0], nt = n->off[b1] - t0;
+		const float *in_x = a->h[TLP_NRES] + (size_t)t0 * H;
+		in = H;
+		for (int i = 0; i < 4; i++) {
+			float *y = a->dec[i] + (size_t)t0 * dec_dim[i];
+			nn_linear_forward(y, in_x, n->w.dec_w[k][i], n->w.dec_b[k][i], nt, in, dec_dim[i]);
+			if (i < 3)
+				nn_relu_forward(y, y, (size_t)nt * dec_dim[i]);
+			in_x = y;
+			in = dec_dim[i];
+		}
+	}
+	for (int b = 0; b < B; b++) {
+		double s = 0;
+		for (int t = n->off[b]; t < n->off[b + 1]; t++)
+			s += a->dec[3][t];
+		score[b] = (float)s;
+	}
+}
+
+/* Accumulate into n->grad the gradient of a loss with dscore (B) over the
+ * batch of the last net_forward. */
+static void net_backward(tlp_net *n, const float *dscore /* (B) */, const int *head, int B)
+{
+	tlp_act *a = &n->a;
+	const int H = TLP_H, T = n->T;
+	for (int b = 0; b < B; b++)
+		for (int t = n->off[b]; t < n->off[b + 1]; t++)
+			a->gdec[3][t] = dscore[b];
+	float *gh = a->g0; /* gradient of h[NRES] */
+	nn_zero(gh, (size_t)T * H);
+	for (int b0 = 0, b1; b0 < B; b0 = b1) {
+		int k = head ? head[b0] : 0;
+		for (b1 = b0 + 1; b1 < B && (head ? head[b1] : 0) == k; b1++)
+			;
+		int t0 = n->off[b0], nt = n->off[b1] - t0;
+		for (int i = 3; i >= 0; i--) {
+			int in = i ? dec_dim[i - 1] : H;
+			const float *x = i ? a->dec[i - 1] + (size_t)t0 * in : a->h[TLP_NRES] + (size_t)t0 * H;
+			float *gx = i ? a->gdec[i - 1] + (size_t)t0 * in : gh + (size_t)t0 * H;
+			if (i)
+				nn_zero(gx, (size_t)nt * in);
+			nn_linear_backward(gx, n->dw.dec_w[k][i], n->dw.dec_b[k][i],
+			                   a->gdec[i] + (size_t)t0 * dec_dim[i], x, n->w.dec_w[k][i],
+			                   nt, in, dec_dim[i]);
+			if (i)
+				relu_mask(gx, a->dec[i - 1] + (size_t)t0 * in, (size_t)nt * in);
+		}
+	}
+	/* Residual blocks: h[i+1] = relu(h[i] W^T + b) + h[i]. */
+	float *gnext = a->g1;
+	for (int i = TLP_NRES - 1; i >= 0; i--) {
+		float *gr = a->g2;
+		memcpy(gnext, gh, sizeof *gh * (size_t)T * H);   /* the residual path */
+		memcpy(gr, gh, sizeof *gh * (size_t)T * H);
+		relu_mask(gr, a->r[i], (size_t)T * H);
+		nn_linear_backward(gnext, n->dw.res_w[i], n->dw.res_b[i], gr, a->h[i], n->w.res_w[i],
+		                   T, H, H);
+		float *s = gh;
+		gh = gnext;
+		gnext = s;
+	}
+	/* h[0] = proj(attention) + enc[3]: gh flows to both. */
+	float *genc3 = a->genc[3], *gao = a->g2; /* gh is g0 or g1 */
+	memcpy(genc3, gh, sizeof *gh * (size_t)T * H);
+	nn_zero(gao, (size_t)T * H);
+	nn_linear_backward(gao, n->dw.proj_w, n->dw.proj_b, gh, a->ao, n->w.proj_w, T, H, H);
+	nn_zero(a->gqkv, (size_t)T * 3 * H);
+	for (int b = 0; b < B; b++)
+		nn_attention_backward(a->gqkv + (size_t)n->off[b] * 3 * H, a->scratch,
+		                      gao + (size_t)n->off[b] * H, a->qkv + (size_t)n->off[b] * 3 * H,
+		                      a->att + n->attoff[b], &n->len[b], 1, n->len[b], H, TLP_A);
+	nn_linear_backward(genc3, n->dw.qkv_w, n->dw.qkv_b, a->gqkv, a->enc[3], n->w.qkv_w, T, H,
+	                   3 * H);
+	for (int i = 3; i >= 0; i--) {
+		relu_mask(a->genc[i], a->enc[i], (size_t)T * enc_dim[i]);
+		int in = i ? enc_dim[i - 1] : n->E;
+		float *gx = i ? a->genc[i - 1] : NULL;
+		if (gx)
+			nn_zero(gx, (size_t)T * in);
+		nn_linear_backward(gx, n->dw.enc_w[i], n->dw.enc_b[i], a->genc[i],
+		                   i ? a->enc[i - 1] : a->x, n->w.enc_w[i], T, in, enc_dim[i]);
+	}
+}
+
+/* ---- the model row ------------------------------------------------------------ */
+
+static int shape(const cm_params *p, int d, int *E, int *L)
+{
+	*E = p->seq_e > 0 ? p->seq_e : d;
+	if (d <= 0 || d % *E)
+		return tk_seterr(TK_EINVAL, "tlp: rows of %d features are not positions of %d", d, *E);
+	*L = d / *E;
+	return TK_OK;
+}
+
+/* Predict n rows with head 0 into out, TLP_BMAX at a time. */
+static int tpredict(void *s, const float *x, int nrow, int d, const float *margin, float *out)
+{
+	tlp_net *n = s;
+	if (d != n->E * n->L)
+		return tk_seterr(TK_EINVAL, "tlp: the model takes %d features per row, got %d",
+		                 n->E * n->L, d);
+	if (margin)
+		return tk_seterr(TK_EINVAL, "tlp takes no base model");
+	for (int i = 0; i < nrow; i += TLP_BMAX) {
+		int B = nrow - i < TLP_BMAX ? nrow - i : TLP_BMAX;
+		net_forward(n, out + i, x + (size_t)i * d, NULL, B);
+	}
+	return TK_OK;
+}
+
+/* Ranking groups of one epoch: the rows of each data group (task and
+ * head) shuffled and cut into chunks of at most TLP_CHUNK rows; chunk c
+ * is order[start[c] .. start[c] + size[c]). Returns the number of chunks. */
+static int epoch_chunks(const cm_data *tr, tk_rng *r, int *order, int *start, int *size)
+{
+	int nc = 0, first = 0, ng = tr->ngroup ? tr->ngroup : 1;
+	for (int g = 0; g < ng; g++) {
+		int gsize = tr->ngroup ? (int)tr->group[g] : tr->n;
+		for (int i = 0; i < gsize; i++)
+			order[first + i] = first + i;
+		for (int i = gsize - 1; i > 0; i--) {
+			int j = (int)tk_rng_below(r, (uint32_t)i + 1), t = order[first + i];
+			order[first + i] = order[first + j];
+			order[first + j] = t;
+		}
+		for (int i = 0; i < gsize; i += TLP_CHUNK) {
+			start[nc] = first + i;
+			size[nc++] = gsize - i < TLP_CHUNK ? gsize - i : TLP_CHUNK;
+		}
+		first += gsize;
+	}
+	return nc;
+}
+
+typedef struct fitwork {
+	int *order, *chunk, *perm, *csize, *bhead, *work;
+	float *xb, *yb, *score, *dscore;
+	unsigned *bgroup;
+	float *m, *v;
+} fitwork;
+
+static void fitwork_free(fitwork *w)
+{
+	free(w->order), free(w->chunk), free(w->perm), free(w->csize), free(w->bhead);
+	free(w->work), free(w->xb), free(w->yb), free(w->score), free(w->dscore);
+	free(w->bgroup), free(w->m), free(w->v);
+}
+
+/* Train n on tr for epochs epochs. */
+static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, tk_rng *r)
+{
+	fitwork w = { 0 };
+	size_t N = (size_t)tr->n, d = (size_t)tr->d;
+	int rc = TK_OK;
+	w.order = malloc(sizeof *w.order * N);
+	w.chunk = malloc(sizeof *w.chunk * (N + 1));
+	w.perm = malloc(sizeof *w.perm * (N + 1));
+	w.csize = malloc(sizeof *w.csize * (N + 1));
+	w.bhead = malloc(sizeof *w.bhead * TLP_BMAX);
+	w.work = malloc(sizeof *w.work * TLP_BMAX);
+	w.xb = malloc(sizeof *w.xb * TLP_BMAX * d);
+	w.yb = malloc(sizeof *w.yb * TLP_BMAX);
+	w.score = malloc(sizeof *w.score * TLP_BMAX);
+	w.dscore = malloc(sizeof *w.dscore * TLP_BMAX);
+	w.bgroup = malloc(sizeof *w.bgroup * TLP_BMAX);
+	w.m = calloc(n->nparam, sizeof *w.m);
+	w.v = calloc(n->nparam, sizeof *w.v);
+	if (!w.order || !w.chunk || !w.perm || !w.csize || !w.bhead || !w.work || !w.xb || !w.yb ||
+	    !w.score || !w.dscore || !w.bgroup || !w.m || !w.v) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	nn_adam opt;
+	nn_adam_default(&opt);
+	opt.lr = TLP_LR;
+	opt.weight_decay = 1e-4f;
+	/* Steps per epoch: about N / BMAX; the schedule needs a total. */
+	int steps_epoch = (int)((N + TLP_BMAX - 1) / TLP_BMAX) + 1, total = epochs * steps_epoch;
+	int step = 0;
+	for (int ep = 0; ep < epochs; ep++) {
+		int nc = epoch_chunks(tr, r, w.order, w.chunk, w.csize);
+		for (int c = 0; c < nc; c++)
+			w.perm[c] = c;
+		for (int i = nc - 1; i > 0; i--) {
+			int j = (int)tk_rng_below(r, (uint32_t)i + 1), t = w.perm[i];
+			w.perm[i] = w.perm[j];
+			w.perm[j] = t;
+		}
+		/* Batches of whole chunks, ordered by head within the batch. */
+		for (int c0 = 0, c1; c0 < nc; c0 = c1) {
+			int B = 0;
+			for (c1 = c0; c1 < nc && B + w.csize[w.perm[c1]] <= TLP_BMAX; c1++)
+				B += w.csize[w.perm[c1]];
+			/* insertion sort of the batch's chunks by head (few chunks) */
+			for (int i = c0 + 1; i < c1; i++) {
+				int c = w.perm[i], hk = tr->head ? tr->head[w.order[w.chunk[c]]] : 0, j = i;
+				while (j > c0 && (tr->head ? tr->head[w.order[w.chunk[w.perm[j - 1]]]] : 0) > hk) {
+					w.perm[j] = w.perm[j - 1];
+					j--;
+				}
+				w.perm[j] = c;
+			}
+			int b = 0, ng = 0;
+			for (int i = c0; i < c1; i++) {
+				int c = w.perm[i];
+				for (int k = 0; k < w.csize[c]; k++, b++) {
+					int row = w.order[w.chunk[c] + k];
+					memcpy(w.xb + (size_t)b * d, tr->x + (size_t)row * d, sizeof *w.xb * d);
+					w.yb[b] = tr->y[row];
+					w.bhead[b] = tr->head ? tr->head[row] : 0;
+				}
+				w.bgroup[ng++] = (unsigned)w.csize[c];
+			}
+			net_forward(n, w.score, w.xb, w.bhead, B);
+			memset(w.dscore, 0, sizeof *w.dscore * (size_t)B);
+			if (rank)
+				nn_lambdarank_loss(w.dscore, w.work, w.score, w.yb, w.bgroup, ng);
+			else
+				nn_mse_loss(w.dscore, w.score, w.yb, NULL, B);
+			nn_zero(n->grad, n->nparam);
+			net_backward(n, w.dscore, w.bhead, B);
+			nn_clip_grad_norm(n->grad, n->nparam, 1.0f);
+			opt.lr = nn_lr_schedule(TLP_LR, step++, steps_epoch, total, 0.01f);
+			nn_adam_step(n->param, w.m, w.v, n->grad, n->nparam, &opt);
+		}
+	}
+done:
+	fitwork_free(&w);
+	return rc;
+}
+
+static void tfree(void *s)
+{
+	net_free(s);
+}
+
+static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void **state)
+{
+	tlp_net *n;
+	int E = 0, L = 0, K = 1, rc;
+	tk_rng own, *r = p->rng;
+	*state = NULL;
+	if (tr->margin)
+		return tk_seterr(TK_EINVAL, "tlp takes no base model");
+	if (tr->n < 2)
+		return tk_seterr(TK_EINVAL, "tlp: %d rows to train on, need at least 2", tr->n);
+	if ((rc = shape(p, tr->d, &E, &L)))
+		return rc;
+	for (int i = 0; tr->head && i < tr->n; i++) {
+		if (tr->head[i] < 0 || tr->head[i] >= TLP_MAXHEAD)
+			return tk_seterr(TK_EINVAL, "tlp: head %d of row %d is outside 0..%d",
+			                 tr->head[i], i, TLP_MAXHEAD - 1);
+		K = tr->head[i] + 1 > K ? tr->head[i] + 1 : K;
+	}
+	for (int i = 0; i < tr->n; i++)
+		if (!isfinite(tr->y[i]))
+			return tk_seterr(TK_EINVAL, "tlp: label %d is not a number", i);
+	if (!r) {
+		tk_rng_seed(&own, p->seed, 0x746c70);
+		r = &own;
+	}
+	if ((rc = net_new(E, L, K, &n)))
+		return rc;
+	n->rank = p->rank;
+	net_init(n, r);
+	int epochs = p->rounds;
+	if (epochs <= 0) {
+		int steps = (tr->n + TLP_BMAX - 1) / TLP_BMAX;
+		epochs = (TLP_MINSTEPS + steps - 1) / steps;
+		epochs = epochs > TLP_EPOCHS ? epochs : TLP_EPOCHS;
+	}
+	if ((rc = train(n, tr, epochs, p->rank, r))) {
+		net_free(n);
+		return rc;
+	}
+	*state = n;
+	return TK_OK;
+}
+
+static int tupdate(void *s, const cm_params *p, const cm_data *all)
+{
+	tlp_net *n = s;
+	tk_rng own, *r = p->rng;
+	if (all->margin || all->head)
+		return tk_seterr(TK_EINVAL, "tlp: an update takes rows of the target alone");
+	if (all->d != n->E * n->L)
+		return tk_seterr(TK_EINVAL, "tlp: the model takes %d features per row, got %d",
+		                 n->E * n->L, all->d);
+	for (int i = 0; i < all->n; i++)
+		if (!isfinite(all->y[i]))
+			return tk_seterr(TK_EINVAL, "tlp: label %d is not a number", i);
+	if (!r) {
+		tk_rng_seed(&own, p->seed, 0x746c7075);
+		r = &own;
+	}
+	int steps = (all->n + TLP_BMAX - 1) / TLP_BMAX;
+	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, r);
+}
+
+static uint64_t shape_tag(const tlp_net *n)
+{
+	uint32_t v[5] = { TLP_VERSION, (uint32_t)n->E, (uint32_t)n->L, (uint32_t)n->K, TLP_H };
+	return tk_hash64(v, sizeof v, 0);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static int tsave(void *s, void **buf, size_t *len)
+{
+	tlp_net *n = s;
+	void *ck;
+	size_t cklen;
+	int rc = nn_ckpt_save(n->param, n->nparam, shape_tag(n), &ck, &cklen);
+	if (rc)
+		return rc;
+	unsigned char *b = malloc(TLP_HEADER + cklen);
+	if (!b) {
+		free(ck);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	memset(b, 0, TLP_HEADER);
+	put32(b, TLP_MAGIC);
+	put32(b + 4, TLP_VERSION);
+	put32(b + 8, (uint32_t)n->E);
+	put32(b + 12, (uint32_t)n->L);
+	put32(b + 16, (uint32_t)n->K);
+	put32(b + 20, (uint32_t)n->rank);
+	memcpy(b + TLP_HEADER, ck, cklen);
+	free(ck);
+	*buf = b;
+	*len = TLP_HEADER + cklen;
+	return TK_OK;
+}
+
+static int tload(const void *buf, size_t len, void **state)
+{
+	const unsigned char *b = buf;
+	tlp_net *n;
+	int rc;
+	*state = NULL;
+	if (len < TLP_HEADER || get32(b) != TLP_MAGIC)
+		return tk_seterr(TK_ECORRUPT, "not a tlp model");
+	if (get32(b + 4) != TLP_VERSION)
+		return tk_seterr(TK_ECORRUPT, "tlp model of version %u, this tunekit reads %u",
+		                 get32(b + 4), TLP_VERSION);
+	uint32_t E = get32(b + 8), L = get32(b + 12), K = get32(b + 16);
+	if (E < 1 || E > 4096 || L < 1 || L > 256 || K < 1 || K > TLP_MAXHEAD)
+		return tk_seterr(TK_ECORRUPT, "tlp model with a bad shape (%u x %u, %u heads)", L, E, K);
+	if ((rc = net_new((int)E, (int)L, (int)K, &n)))
+		return rc;
+	n->rank = get32(b + 20) != 0;
+	if (nn_ckpt_load(n->param, n->nparam, shape_tag(n), b + TLP_HEADER, len - TLP_HEADER)) {
+		net_free(n);
+		return tk_seterr(TK_ECORRUPT, "tlp model parameters do not match their header");
+	}
+	*state = n;
+	return TK_OK;
+}
+
+static int tdescribe(void *s, mf_meta *m)
+{
+	tlp_net *n = s;
+	char v[64];
+	int rc = mf_set(m, "objective", n->rank ? "lambdarank" : "mse");
+	snprintf(v, sizeof v, "%dx%d", n->L, n->E);
+	if (!rc)
+		rc = mf_set(m, "sequence", v);
+	snprintf(v, sizeof v, "%d", n->K);
+	return rc ? rc : mf_set(m, "heads", v);
+}
+
+const cm_kind cm_tlp = {
+	.name = "tlp",
+	.summary = "TLP: attention over schedule-primitive sequences, lambdarank",
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
+	.flags = CM_RANK,
+	.fit = tfit,
+	.update = tupdate,
+	.predict = tpredict,
+	.save = tsave,
+	.load = tload,
+	.describe = tdescribe,
+	.free = tfree,
+};
+
+const cm_kind cm_mtl_tlp = {
+	.name = "mtl-tlp",
+	.summary = "MTL-TLP: TLP's backbone shared, one head per hardware",
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
+	.flags = CM_RANK | CM_MULTIHEAD,
+	.fit = tfit,
+	.update = tupdate,
+	.predict = tpredict,
+	.save = tsave,
+	.load = tload,
+	.describe = tdescribe,
+	.free = tfree,
+};

@@ -1,0 +1,268 @@
+/*
+ * Unit tests of the TLP cost model (lib/model/tlp.c, included here for its
+ * static forward and backward passes): the whole network's gradient against
+ * central finite differences on a ragged, two-head batch; padding positions
+ * that cannot change a score; fits that learn a ranking (tlp) and a
+ * target head that learns the target's rule, not the auxiliary one
+ * (mtl-tlp); the payload's round trip and refusals; bad input.
+ *
+ * Shape key as in tlp.c: B sequences, L positions, E floats per position.
+ */
+#include "../../lib/model/tlp.c"
+
+#include "unit.h"
+
+static tk_rng rng;
+
+/* A batch of B sequences of lengths len[b] (padding all zero). */
+static void random_batch(float *x /* (B, L*E) */, const int *len, int B, int L, int E)
+{
+	memset(x, 0, sizeof *x * (size_t)B * L * E);
+	for (int b = 0; b < B; b++)
+		for (int l = 0; l < len[b]; l++) {
+			float *p = x + ((size_t)b * L + l) * E;
+			p[l % 3] = 1; /* a one-hot kind: never an all-zero row */
+			for (int e = 3; e < E; e++)
+				p[e] = (float)tk_rng_normal(&rng);
+		}
+}
+
+/* sum c_b * score_b in double. */
+static double objective(tlp_net *n, const float *x, const int *head, const float *c, int B)
+{
+	float score[8];
+	double s = 0;
+	net_forward(n, score, x, head, B);
+	for (int b = 0; b < B; b++)
+		s += (double)c[b] * score[b];
+	return s;
+}
+
+TEST(gradient_matches_finite_differences)
+{
+	enum { E = 5, L = 4, B = 4, K = 2 };
+	int len[B] = { 4, 2, 3, 1 }, head[B] = { 0, 0, 1, 1 };
+	float x[B * L * E], c[B] = { 0.7f, -1.3f, 0.4f, 1.1f };
+	tlp_net *n;
+	tk_rng_seed(&rng, 3, 0);
+	CHECK_EQ_INT(net_new(E, L, K, &n), TK_OK);
+	net_init(n, &rng);
+	random_batch(x, len, B, L, E);
+	objective(n, x, head, c, B);
+	nn_zero(n->grad, n->nparam);
+	net_backward(n, c, head, B);
+	/* Every tensor's worst error over a sample of its entries. */
+	float **ptrs[TLP_MAXTENSOR], **dptrs[TLP_MAXTENSOR];
+	size_t sizes[TLP_MAXTENSOR];
+	int nt = wlist(&n->w, E, K, ptrs, sizes);
+	wlist(&n->dw, E, K, dptrs, sizes);
+	double worst = 0, f0 = objective(n, x, head, c, B);
+	int checked = 0, kinks = 0;
+	for (int t = 0; t < nt; t++) {
+		float *p = *ptrs[t], *g = *dptrs[t];
+		double gmax = 1e-2;
+		for (size_t i = 0; i < sizes[t]; i++)
+			gmax = fabs(g[i]) > gmax ? fabs(g[i]) : gmax;
+		for (int k = 0; k < 8; k++) {
+			size_t i = tk_rng_below64(&rng, sizes[t]);
+			float old = p[i], h = 1e-3f;
+			p[i] = old + h;
+			double up = objective(n, x, head, c, B);
+			p[i] = old - h;
+			double down = objective(n, x, head, c, B);
+			p[i] = old;
+			/* A ReLU that switches within +-h makes the one-sided slopes
+			 * differ: no derivative to compare there. */
+			if (fabs((up - f0) - (f0 - down)) / h > 1e-2 * gmax) {
+				kinks++;
+				continue;
+			}
+			double num = (up - down) / (2.0 * h), err = fabs(num - g[i]) / gmax;
+			worst = err > worst ? err : worst;
+			if (err > 1e-2)
+				fprintf(stderr, "tensor %d entry %zu: analytic %g numeric %g\n", t, i, g[i], num);
+			checked++;
+		}
+	}
+	CHECK(kinks < checked / 10);
+	CHECK(checked > 100);
+	CHECK(worst < 1e-2);
+	/* Head 1's decoder got gradient only from rows of head 1: zero the
+	 * coefficients of head 1 and its gradient vanishes. */
+	float c0[B] = { c[0], c[1], 0, 0 };
+	objective(n, x, head, c0, B);
+	nn_zero(n->grad, n->nparam);
+	net_backward(n, c0, head, B);
+	double g1 = 0;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < dec_dim[i]; j++)
+			g1 += fabs(n->dw.dec_b[1][i][j]);
+	CHECK(g1 == 0);
+	net_free(n);
+}
+
+TEST(padding_does_not_change_scores)
+{
+	enum { E = 4, L = 6 };
+	int len[2] = { 3, 3 };
+	float x[2 * L * E], s[2];
+	tlp_net *n;
+	tk_rng_seed(&rng, 5, 0);
+	CHECK_EQ_INT(net_new(E, L, 1, &n), TK_OK);
+	net_init(n, &rng);
+	random_batch(x, len, 1, L, E);
+	/* Sequence 1: the same three positions; its score must equal 0's
+	 * whatever the other sequence in the batch holds. */
+	memcpy(x + L * E, x, sizeof *x * L * E);
+	net_forward(n, s, x, NULL, 2);
+	CHECK_NEAR(s[0], s[1], 1e-5 * (1 + fabs(s[0])));
+	float alone;
+	net_forward(n, &alone, x, NULL, 1);
+	CHECK_NEAR(alone, s[0], 1e-5 * (1 + fabs(s[0])));
+	net_free(n);
+}
+
+/* Synthetic tasks: sequences of 2..8 positions; the rule f scores the
+ * positions of kind 0 by their first argument, g by their second. */
+enum { SE = 6, SL = 8 };
+static double rule(const float *x, int which)
+{
+	double s = 0;
+	for (int l = 0; l < SL; l++) {
+		const float *p = x + l * SE;
+		if (p[0] == 1)
+			s += which ? p[4] : tanh(p[3]) + 0.5 * p[3] * p[3];
+	}
+	return s;
+}
+
+static void synthetic(float *x, float *y, unsigned *group, int ngroup, int per, int which)
+{
+	for (int g = 0; g < ngroup; g++) {
+		double best = -1e30, worst = 1e30, v[256];
+		for (int i = 0; i < per; i++) {
+			int row = g * per + i, len = 2 + (int)tk_rng_below(&rng, SL - 1);
+			random_batch(x + (size_t)row * SL * SE, &len, 1, SL, SE);
+			v[i] = rule(x + (size_t)row * SL * SE, which);
+			best = v[i] > best ? v[i] : best;
+			worst = v[i] < worst ? v[i] : worst;
+		}
+		for (int i = 0; i < per; i++)
+			y[g * per + i] = (float)((v[i] - worst) / (best - worst + 1e-9));
+		group[g] = (unsigned)per;
+	}
+}
+
+/* Spearman-free check: the share of pairs of one group the scores order
+ * as the labels do. */
+static double pair_accuracy(const float *p, const float *y, int ngroup, int per)
+{
+	long ok = 0, all = 0;
+	for (int g = 0; g < ngroup; g++)
+		for (int i = 0; i < per; i++)
+			for (int j = 0; j < per; j++) {
+				int a = g * per + i, b = g * per + j;
+				if (y[a] > y[b] + 0.05f) {
+					all++;
+					ok += p[a] > p[b];
+				}
+			}
+	return all ? (double)ok / all : 0;
+}
+
+TEST(tlp_learns_a_ranking)
+{
+	enum { G = 24, PER = 40, N = G * PER, GT = 6, NT = GT * PER };
+	static float x[N * SL * SE], y[N], xt[NT * SL * SE], yt[NT], p[NT];
+	unsigned group[G], gt[GT];
+	tk_rng_seed(&rng, 11, 0);
+	synthetic(x, y, group, G, PER, 0);
+	synthetic(xt, yt, gt, GT, PER, 0);
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.seq_e = SE;
+	cp.rounds = 12;
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL };
+	cm_model *m;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, xt, NT, SL * SE, NULL, p), TK_OK);
+	double acc = pair_accuracy(p, yt, GT, PER);
+	CHECK(acc > 0.85);
+	/* The payload round trip predicts the same; damaged payloads fail. */
+	void *buf;
+	size_t len;
+	cm_model *m2;
+	float p2[NT];
+	CHECK_EQ_INT(cm_save(m, &buf, &len), TK_OK);
+	CHECK_EQ_INT(cm_load(&cm_tlp, buf, len, &m2), TK_OK);
+	CHECK_EQ_INT(cm_predict(m2, xt, NT, SL * SE, NULL, p2), TK_OK);
+	CHECK(!memcmp(p, p2, sizeof p2));
+	((unsigned char *)buf)[len - 1] ^= 1;
+	cm_model *m3 = NULL;
+	CHECK_EQ_INT(cm_load(&cm_tlp, buf, len, &m3), TK_ECORRUPT);
+	((unsigned char *)buf)[4] = 9; /* another version */
+	CHECK_EQ_INT(cm_load(&cm_tlp, buf, len, &m3), TK_ECORRUPT);
+	CHECK_EQ_INT(cm_load(&cm_tlp, buf, 10, &m3), TK_ECORRUPT);
+	CHECK(m3 == NULL);
+	free(buf);
+	/* Rows of another length are refused. */
+	CHECK_EQ_INT(cm_predict(m, xt, 2, SL * SE - 1, NULL, p2), TK_EINVAL);
+	/* An update fine-tunes the same network: it still ranks, and differs. */
+	CHECK_EQ_INT(cm_update(m, &cp, &d), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, xt, NT, SL * SE, NULL, p2), TK_OK);
+	CHECK(memcmp(p, p2, sizeof p2) != 0);
+	CHECK(pair_accuracy(p2, yt, GT, PER) > 0.85);
+	cm_data bad = d;
+	bad.d = SL * SE - SE;
+	CHECK_EQ_INT(cm_update(m, &cp, &bad), TK_EINVAL);
+	cm_free(m);
+	cm_free(m2);
+}
+
+TEST(mtl_tlp_target_head_learns_the_target)
+{
+	/* Head 0 (target): rule f on few groups; head 1 (auxiliary): rule g
+	 * on many. The target head must rank by f. */
+	enum { GA = 16, GB = 8, PER = 40, N = (GA + GB) * PER, GT = 6, NT = GT * PER };
+	static float x[N * SL * SE], y[N], xt[NT * SL * SE], yt[NT], p[NT];
+	static int head[N];
+	unsigned group[GA + GB], gt[GT];
+	tk_rng_seed(&rng, 13, 0);
+	synthetic(x, y, group, GB, PER, 0);
+	synthetic(x + (size_t)GB * PER * SL * SE, y + GB * PER, group + GB, GA, PER, 1);
+	for (int i = 0; i < N; i++)
+		head[i] = i >= GB * PER;
+	synthetic(xt, yt, gt, GT, PER, 0);
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.seq_e = SE;
+	cp.rounds = 12;
+	cm_data d = { N, SL * SE, x, y, GA + GB, group, NULL, head };
+	cm_model *m;
+	/* tlp has one head: it refuses rows of other hardware. */
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL);
+	CHECK_EQ_INT(cm_fit(&cm_mtl_tlp, &cp, &d, NULL, &m), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, xt, NT, SL * SE, NULL, p), TK_OK);
+	CHECK(pair_accuracy(p, yt, GT, PER) > 0.8);
+	cm_free(m);
+}
+
+TEST(bad_input)
+{
+	float x[12] = { 1 }, y[2] = { 1, NAN };
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.seq_e = 5; /* 6 features are not positions of 5 */
+	cm_data d = { 2, 6, x, y, 0, NULL, NULL, NULL };
+	cm_model *m;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL);
+	cp.seq_e = 3;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL); /* a NaN label */
+	y[1] = 0;
+	float margin[2] = { 0, 0 };
+	d.margin = margin;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL);
+}
+
+UNIT_MAIN(gradient_matches_finite_differences, padding_does_not_change_scores,
+          tlp_learns_a_ranking, mtl_tlp_target_head_learns_the_target, bad_input)
