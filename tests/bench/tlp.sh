@@ -76,7 +76,10 @@ if [ -n "$AUX" ]; then
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
 
-# 2. Search on the held-out tasks' pools, replayed.
+# 2. Search on the held-out tasks' pools (of at least TLP_POOL_MIN records),
+#    replayed; both searches anneal with the same, smaller budget of model
+#    calls (TLP scores thousands of candidates a second, not millions).
+SA=${TLP_SA:---sa-chains 32 --sa-iters 100}
 printf '\nreplayed search on the held-out pools (target hardware %s), %s seeds\n' "$TARGET" "$SEEDS"
 printf '%-48s %5s %-8s %9s %9s\n' task pool method trials95 seconds95
 RDB=$DIR/replay-runs.db
@@ -86,7 +89,7 @@ for n in $HOLDOUT; do
 done | awk '!seen[$0]++' | while read -r task; do
 	pool=$(q "SELECT COUNT(DISTINCT m.config_id) FROM measurement m JOIN config c ON c.id = m.config_id
 		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $TARGET AND t.key = '$task'")
-	[ "$pool" -ge 16 ] || continue
+	[ "$pool" -ge "${TLP_POOL_MIN:-48}" ] || continue
 	s=1
 	while [ "$s" -le "$SEEDS" ]; do
 		for m in xgb tlp; do
@@ -96,7 +99,7 @@ done | awk '!seen[$0]++' | while read -r task; do
 				set -- --model-file "$DIR/tlp.model"
 			fi
 			"$TK" tune -q --db "$RDB" --replay "$DB" --replay-hardware "$TARGET" --task "$task" \
-				--trials "$pool" --plan-size 8 --confirm 0 --seed "$s" "$@" >/dev/null
+				--trials "$pool" --plan-size 8 --confirm 0 --seed "$s" $SA "$@" >/dev/null
 			echo "$task	$pool	$m	$s	$(sqlite3 "$RDB" "SELECT MAX(id) FROM run")"
 		done
 		s=$((s + 1))
