@@ -108,6 +108,9 @@ done >"$DIR/replay.tsv"
 # Per task and method, medians over seeds of the trials and seconds each
 # run needed to come within 95% of the pool's best throughput ("never":
 # counted as the pool size and the run's length).
+if [ ! -s "$DIR/replay.tsv" ]; then
+	echo "(no held-out task has a pool of ${TLP_POOL_MIN:-48} records on hardware $TARGET yet)"
+else
 "$TK" report --db "$DB" --hardware "$TARGET" --format tsv best >"$DIR/pool-best.tsv"
 cut -f5 "$DIR/replay.tsv" | sed 's/^/--run /' | xargs "$TK" report --db "$RDB" --format tsv curve \
 	>"$DIR/curves.tsv"
@@ -131,6 +134,7 @@ awk -F'\t' '
 			printf "%-48s %5s %-8s %9d %9.3g\n", f[1], f[2], f[3], med(tv, n[key]), med(sv, n[key]) }
 	}
 ' "$DIR/pool-best.tsv" "$DIR/replay.tsv" "$DIR/curves.tsv" | sort
+fi
 
 # 3. Real tuning (TLP_REAL=1; measures on this CPU, about an hour): xgb+sa
 #    tunes each task for TLP_REAL_TRIALS trials; a tune guided by the TLP model
