@@ -33,7 +33,8 @@ static const char *const usage[] = {
 	"best: the fastest valid configuration of every task on every hardware, ranked by\n"
 	"its median measurement (one lucky timing does not make it best), with that\n"
 	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
-	"naive loop nest when that was measured on the same hardware.\n"
+	"naive loop nest when that was measured on the same hardware; hw_kind says whether\n"
+	"the latency was timed on a cpu or is a simulator's (simulated).\n"
 	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
 	"search, model fits, compilation, running; the build cache's hit rate; code\n"
 	"generation, the reference, storing), trials, valid records and best latency.\n"
@@ -129,7 +130,8 @@ static int best_row(void *p, const store_rec *r)
 	if (!naive_speedup(b->ctx, r, &speedup))
 		snprintf(sp, sizeof sp, "%.2f", speedup);
 	const char *busy = r->load < 0 ? "" : r->load > BUSY_LOAD ? "1" : "0";
-	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run, busy };
+	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run, busy,
+	                        r->hw_kind ? r->hw_kind : "" };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -138,6 +140,7 @@ static int report_best(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run", "busy",
+		"hw_kind",
 	};
 	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
 	if (!b.t)

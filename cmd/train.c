@@ -231,7 +231,7 @@ static const char **network_tasks(tr_set *ts, const net_list *nets, int *n)
 			for (int t = 0; t < ts->ntask; t++)
 				if (!strcmp(ts->tasks[t].key, nt->task)) {
 					ts->tasks[t].weight += nt->weight;
-					found = !ts->tasks[t].head;
+					found |= !ts->tasks[t].head; /* the target has records of it */
 				}
 			if (found)
 				v[(*n)++] = nt->task;

@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "features/feature.h"
+#include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
 #include "tune/tune.h"
@@ -200,7 +201,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	tk_target tg;
 	tn_opts t;
 	int rc, ntask = 0;
-	char **task = NULL;
+	char **task = NULL, *run_spec = NULL;
 	double *weight = NULL;
 	int64_t resume = 0;
 	ms_cli_init(&o.ms);
@@ -232,6 +233,11 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		if (rc)
 			return tk_fail(ctx, rc, NULL);
 		ctx->common.seed = (int64_t)t.seed;
+		/* without --target, the target the run was begun on */
+		int64_t hw = 0, id;
+		if (!ctx->common.target && !t.replay[0] && !store_run_hardware(st, resume, &hw) &&
+		    hw > 0 && !store_hardware_find(st, hw, NULL, &id, NULL, &run_spec))
+			ctx->common.target = run_spec;
 	} else {
 		tk_network *net = NULL;
 		if (o.network && (rc = net_load(o.network, &net)))
@@ -254,6 +260,11 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	int status = apply(ctx, &t, o.resume);
 	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
 		status = tk_fail(ctx, rc, NULL);
+	/* an accelerator's space has no loop nest: its features default to knob */
+	const tn_optdesc *fd = tn_optdesc_find("feature");
+	if (!status && !o.resume && !t.replay[0] && (tg.flags & TK_TARGET_SIMULATED) && fd &&
+	    !o.given[fd - tn_optdescs])
+		snprintf(t.feature, sizeof t.feature, "knob");
 	/* the dataset of a replay and the history of transfer learning */
 	tn_stores in = { NULL, NULL, NULL, 0 };
 	if (!status && t.model_file[0])
@@ -282,6 +293,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	}
 	store_close(in.replay);
 	store_close(in.history);
+	free(run_spec);
 	cm_free(in.model);
 	for (int i = 0; i < ntask; i++)
 		free(task[i]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "record/record.h"
+#include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "tune_int.h"
 
@@ -67,7 +68,7 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	t->weight = weight;
 	sr_set_init(&t->visited);
-	if ((rc = ms_task_open(key, C->o->seed, &t->mt)) == TK_OK) {
+	if ((rc = ms_task_open_target(key, C->target, C->o->seed, &t->mt)) == TK_OK) {
 		t->space = t->mt->space;
 		t->flops = t->mt->prog->flops;
 		t->key = strdup(t->mt->prog->key);
@@ -586,6 +587,18 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 	if (resume_run > 0) {
 		if ((rc = store_run_reopen(st, resume_run)) || (rc = rec_resume(&J.s, st, resume_run)))
 			goto done;
+		/* measured on the hardware it was begun on, or its records would mix */
+		char *key = NULL, *spec = NULL;
+		int64_t id;
+		if (!J.C.data && !(rc = store_hardware_find(st, J.s.hw_id, NULL, &id, &key, &spec)) &&
+		    strcmp(key, target->key))
+			rc = tk_seterr(TK_EINVAL, "run %lld was measured on other hardware (%s); resume "
+			               "it with --target %s", (long long)resume_run, key,
+			               spec ? spec : "SPEC");
+		free(key);
+		free(spec);
+		if (rc)
+			goto done;
 	} else {
 		char method[64], *params = tn_opts_format(o, ntask, task, weight);
 		if (J.C.sk->plan)
@@ -668,8 +681,10 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		t->rounds++;
 		t->hist[t->nhist++ % 8] = t->best_lat > 0 ? t->best_lat : 1e10;
 	}
-	/* a resumed run whose records go past the budget was confirmed */
-	for (int i = 0; i < ntask && !J.C.data && J.used <= o->trials && o->confirm; i++)
+	/* a resumed run whose records go past the budget was confirmed; a
+	 * simulator's latencies are exact, nothing to confirm */
+	int exact = target && (target->flags & TK_TARGET_SIMULATED);
+	for (int i = 0; i < ntask && !J.C.data && !exact && J.used <= o->trials && o->confirm; i++)
 		if ((rc = confirm_task(&J, J.tk[i], h)))
 			goto done;
 	rc = log_time(&J);
