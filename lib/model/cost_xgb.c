@@ -65,7 +65,7 @@ static int xpredict(void *s, const float *x, int n, int d, const float *margin, 
 }
 
 /* Warm start: XGB_WARM_ROUNDS (or a->epochs) rounds more on the target. */
-#define XGB_WARM_ROUNDS 50
+#define XGB_WARM_ROUNDS 20
 static int xadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_data *tr,
                   cm_adapt_info *info)
 {

@@ -37,8 +37,8 @@
  * epoch), rather than training a new one from scratch.
  *
  * An adaptation to new hardware (cm_adapt, `tunekit transfer`) trains the
- * network further on the target's rows alone (by default at least
- * TLP_EPOCHS epochs and TLP_UPDATESTEPS steps): every parameter
+ * network further on the target's rows alone (by default TLP_EPOCHS epochs
+ * at a tenth of the training rate, TLP_ADAPT_LR): every parameter
  * (fine-tuning), or Moses' lottery ticket: each epoch, the parameters most
  * salient on the target, |w * dL/dw| summed over its first batches, are
  * trained and the others decay toward zero (see tlp_ticket). Moses' domain-
@@ -72,6 +72,7 @@
 #define TLP_MINSTEPS 1000  /* by default, at least this many steps */
 #define TLP_UPDATESTEPS 200 /* an update fine-tunes for this many steps */
 #define TLP_LR 1e-3f
+#define TLP_ADAPT_LR 1e-4f /* adaptation to new hardware: a tenth of training's */
 #define TLP_MAGIC 0x4d504c54u /* "TLPM" */
 #define TLP_VERSION 1u
 #define TLP_HEADER 32
@@ -689,7 +690,7 @@ static int tupdate(void *s, const cm_params *p, const cm_data *all)
 }
 
 /* Adapt to a target's rows: fine-tune every parameter, or Moses' ticket.
- * By default at least TLP_EPOCHS epochs and TLP_UPDATESTEPS steps. */
+ * By default TLP_EPOCHS epochs (Moses' 30) at TLP_ADAPT_LR. */
 static int tadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_data *tr,
                   cm_adapt_info *info)
 {
@@ -707,16 +708,12 @@ static int tadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_
 		tk_rng_seed(&own, p->seed, 0x746c7061);
 		r = &own;
 	}
-	int steps = (tr->n + TLP_BMAX - 1) / TLP_BMAX, epochs = a->epochs;
-	if (epochs <= 0) {
-		epochs = (TLP_UPDATESTEPS + steps - 1) / steps;
-		epochs = epochs > TLP_EPOCHS ? epochs : TLP_EPOCHS;
-	}
+	int epochs = a->epochs > 0 ? a->epochs : TLP_EPOCHS;
 	tlp_ticket tk = { a->ratio, a->threshold, (float)a->decay, 1 };
 	int ticket = a->method == CM_ADAPT_TICKET, rc;
 	if (a->method != CM_ADAPT_FINETUNE && !ticket)
 		return tk_seterr(TK_EINVAL, "tlp adapts by fine-tuning or a lottery ticket");
-	rc = train(n, tr, epochs, n->rank, a->lr > 0 ? (float)a->lr : TLP_LR, ticket ? &tk : NULL, r,
+	rc = train(n, tr, epochs, n->rank, a->lr > 0 ? (float)a->lr : TLP_ADAPT_LR, ticket ? &tk : NULL, r,
 	           &info->steps);
 	info->epochs = epochs;
 	info->trained = tk.trained;

@@ -685,6 +685,12 @@ static char *meta_text(const mf_meta *mm)
 int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
             const cm_params *p, int64_t *model_id)
 {
+	return tr_save_meta(st, path, f, src, feat, p, NULL, model_id);
+}
+
+int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
+                 const cm_params *p, const mf_meta *extra, int64_t *model_id)
+{
 	mf_meta mm;
 	char v[8][48];
 	void *payload = NULL, *file = NULL;
@@ -709,6 +715,8 @@ int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *sr
 		rc = mf_set(&mm, kv[i][0], kv[i][1]);
 	if (!rc && p->tree_method)
 		rc = mf_set(&mm, "tree_method", p->tree_method);
+	for (int i = 0; extra && i < extra->n && !rc; i++)
+		rc = mf_set(&mm, extra->key[i], extra->val[i]);
 	if (!rc)
 		rc = meta_metrics(&mm, "holdout", &f->mhold);
 	if (!rc)
