@@ -166,6 +166,23 @@ if test -r "$KT/convolution_A100.json.gz"; then
 			--method xgb-warm --out bad.model 2>err &&
 		grep -q "takes 25 knob features; kt:convolution_kernel:4096x4096 on hardware 2 has 10" err
 	'
+
+	# Before, history matched by CPU operator name: "too little history
+	# for transfer: 0 usable records".
+	test_expect_success 'tune --transfer-from matches imported tasks by task and knob space' '
+		tunekit tune -q --db ktruns.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --feature knob --trials 32 \
+			--transfer-from kt.db --transfer-hardware "kt:NVIDIA A100-PCIE-40GB" >recs 2>err &&
+		test $(tsv_count recs) -eq 32 &&
+		tunekit tune --db ktruns.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --feature knob --trials 16 \
+			--transfer-from kt.db --transfer-hardware 1 >recs 2>err &&
+		grep -q "base model from 4362 history records" err &&
+		test_expect_code 2 tunekit tune --db ktruns.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --feature knob --trials 16 \
+			--transfer-from "$TUNEKIT_DB" --transfer-hardware 1 2>err &&
+		grep -q "too little history for transfer: .* operator, task or knob space" err
+	'
 else
 	echo "# $KT: Kernel Tuner data not readable, skipping its tests"
 fi

@@ -26,6 +26,7 @@ typedef struct tr_task {
 	int64_t id;          /* task id in the store (0 if unknown) */
 	char *key;
 	char *op;            /* operator (history sets), or NULL */
+	uint64_t space;      /* history sets: sp_space_hash of its search space */
 	int first, n;        /* rows first .. first+n-1 */
 	int d;               /* longest feature vector of its rows */
 	int holdout;         /* held out by tr_split */
@@ -85,9 +86,11 @@ typedef struct tr_source {
 int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src);
 
 /* The records of hardware hw_key in hs with features of kind feat
- * extracted from their configurations: the records of template tasks
- * whose configurations parse (others are skipped); each task's op is set.
- * TK_OK with an empty set if there are none. */
+ * extracted from their configurations: the records of template tasks, and
+ * of imported tasks whose search space hs keeps (Kernel Tuner, AutoTVM;
+ * knob features only), whose configurations parse (others are skipped).
+ * Each task's op (template tasks) and space hash are set. TK_OK with an
+ * empty set if there are none. */
 int tr_set_from_history(tk_store *hs, const char *hw_key, int feat, tr_set *ts);
 
 /* ---- labels and split --------------------------------------------------- */

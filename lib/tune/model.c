@@ -10,8 +10,10 @@
  *
  * Transfer learning, as AutoTVM's XGBoostCostModel with a base model (for
  * models that take one, CM_TRANSFER): the base model is trained on history
- * records (other runs, the same hardware, the same operator) by the
- * training pipeline (train/train.h); the task's own model is then fit on
+ * records (other runs, the same hardware or --transfer-hardware; tasks of
+ * the same operator, or for imported tasks the same task key or knob
+ * space, with features of the same length) by the training pipeline
+ * (train/train.h); the task's own model is then fit on
  * top of the base model's output weighted by 1 / 2^(n / 64), n the task's
  * records so far, and predicts on top of it the same way, until that
  * weight falls under 0.05 and the base model is dropped. Before the first
@@ -256,9 +258,11 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 
 /* ---- transfer learning: the base model ---------------------------------------- */
 
-/* Train t's base model on the history tasks of its operator and feature
- * length (labels y, normalised per task); *used receives the rows (0: too
- * few, no base model). */
+/* Train t's base model on the history tasks like it (labels y, normalised
+ * per task): of its feature length and its operator (template tasks), or
+ * the same task or knob space (imported tasks: the same kernel measured on
+ * other hardware or at other sizes). *used receives the rows (0: too few,
+ * no base model). */
 static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, char *sel,
                       int64_t *used)
 {
@@ -266,11 +270,14 @@ static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, ch
 	tr_part pt;
 	cm_params p;
 	*used = 0;
-	if (!t->mt || feat_length(C->feat, t->space, &d))
+	if (feat_length(C->feat, t->space, &d))
 		return TK_OK;
+	uint64_t space = sp_space_hash(t->space);
 	for (int k = 0; k < H->ntask; k++) {
 		const tr_task *h = &H->tasks[k];
-		int same = h->op && h->d == d && !strcmp(h->op, t->mt->prog->op);
+		int same = h->d == d &&
+		           ((h->op && t->mt && !strcmp(h->op, t->mt->prog->op)) ||
+		            !strcmp(h->key, t->key) || (h->space && h->space == space));
 		memset(&sel[h->first], same, (size_t)h->n);
 		n += same ? h->n : 0;
 	}
@@ -316,8 +323,8 @@ int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, tk_store *hs
 	}
 	if (!rc && *nrec == 0)
 		rc = tk_seterr(TK_EINVAL, "%s: too little history for transfer: %d usable records on "
-		               "hardware %s, fewer than %d of any tuned task's operator", hs_name, H.n,
-		               hw_key, HISTORY_MIN);
+		               "hardware %s, fewer than %d of any tuned task's operator, task or knob"
+		               " space", hs_name, H.n, hw_key, HISTORY_MIN);
 done:
 	free(y);
 	free(sel);

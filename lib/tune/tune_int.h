@@ -108,8 +108,10 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);
 /* Transfer learning (AutoTVM's load_history): train a base model per task
  * on the records of the history store hs measured on the hardware with
- * key hw_key (hs_name names it in messages), for tasks of the same
- * operator whose feature vectors have the same length. A task with fewer
+ * key or id hw_key (hs_name names it in messages), for tasks whose feature
+ * vectors have the same length and that are of the same operator, the
+ * same task (an imported task measured on other hardware) or have the
+ * same knob space (sp_space_hash). A task with fewer
  * than HISTORY_MIN such records gets none. *nrec receives the number of
  * history records used; TK_EINVAL if no task got a base model. */
 #define HISTORY_MIN 64
