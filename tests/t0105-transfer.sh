@@ -78,6 +78,16 @@ test_expect_success 'a transferred model guides a replayed tune on the target' '
 	test $(tsv_count recs) -eq 8
 '
 
+test_expect_success 'the adaptive controller: bad names and searches exit 2' '
+	test_expect_code 2 tunekit tune --db runs.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 8 --controller frob 2>err &&
+	grep -q "unknown controller .frob. (none, moses)" err &&
+	test_expect_code 2 tunekit tune --db runs.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 8 --controller moses \
+		--search random 2>err &&
+	grep -q "needs a model" err
+'
+
 test_expect_success 'a record stream restricts the target records' '
 	sqlite3 -header -separator "	" "$TUNEKIT_DB" \
 		"SELECT m.id AS id, t.key AS task, c.text AS config FROM measurement m
@@ -182,6 +192,23 @@ if test -r "$KT/convolution_A100.json.gz"; then
 			--task kt:convolution_kernel:4096x4096 --feature knob --trials 16 \
 			--transfer-from "$TUNEKIT_DB" --transfer-hardware 1 2>err &&
 		grep -q "too little history for transfer: .* operator, task or knob space" err
+	'
+
+	test_expect_success 'the adaptive controller measures a share and lets the model answer the rest' '
+		tunekit tune --db ctl.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --feature knob --trials 200 \
+			--controller moses --controller-share 0.4 --controller-top 5 >recs 2>err &&
+		tunekit report --db ctl.db runs >runs &&
+		m=$(tsv_col runs measured) && p=$(tsv_col runs predicted) &&
+		test "$m" -gt 5 && test "$p" -gt 0 && test $((m - 5 + p)) -eq 200 &&
+		test $((m - 5)) -ge 80 && test $((m - 5)) -le 96 &&
+		test "$(tsv_col runs trials)" -eq "$m" && test $(tsv_count recs) -eq "$m" &&
+		grep -q "$m measured and $p answered by the model" err &&
+		test "$(sqlite3 ctl.db "SELECT value FROM run_log WHERE key =
+			'\''trials:predicted:kt:convolution_kernel:4096x4096'\''")" = "$p.0" &&
+		sqlite3 ctl.db "UPDATE run SET ended = NULL" &&
+		test_expect_code 2 tunekit tune --db ctl.db --resume 2>err &&
+		grep -q "adaptive controller: its predicted trials are not records" err
 	'
 else
 	echo "# $KT: Kernel Tuner data not readable, skipping its tests"

@@ -23,6 +23,8 @@ typedef struct tn_fcache {
 
 /* ---- one task ------------------------------------------------------------- */
 
+#define CTL_MAXQ 1000     /* the controller's batches at most (controller_batches) */
+
 typedef struct tn_task {
 	char *key;
 	double flops, weight;
@@ -59,6 +61,15 @@ typedef struct tn_task {
 
 	tn_fcache fc;
 
+	/* the adaptive controller (run.c), with o->controller "moses" */
+	int predicting;       /* measuring stopped: the model answers the trials */
+	int64_t measured, predicted; /* trials of each kind in this process */
+	double cmean[CTL_MAXQ]; /* the model's mean score of each measured batch (ring) */
+	int ncmean;
+	sp_config *ctop;      /* the best predicted configurations (o->controller_top) */
+	float *ctop_s;        /* their scores */
+	int nctop;
+
 	/* scheduling */
 	int rounds;
 	double hist[8];       /* best latency after each of the last rounds */
@@ -84,6 +95,10 @@ typedef struct tn_ctx {
 /* Up to want configurations to measure next (fewer when the space runs
  * out; 0 sets t->done). */
 int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n);
+/* The same for trials the model answers alone (the adaptive controller):
+ * the plan's configurations without its random share, and when the plan
+ * runs out a new one searched on the same model, not refit. */
+int tuner_next_predicted(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n);
 /* Before the first trial: with a base model, plan the first batch on it. */
 int tuner_start(tn_ctx *C, tn_task *t);
 /* Learn from measured results. */
