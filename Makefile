@@ -191,14 +191,20 @@ bench-tlp: tunekit $(BUILD)/bench/tlp_score
 # Transfer to new hardware (issue 23): each method of tunekit transfer from
 # a few of the target's records, Kernel Tuner's convolution A100 -> A4000
 # and -> MI250X, and the offline dataset's avx512 -> avx2, sse2 when
-# TRANSFER_DATASET is readable (tests/bench/transfer.sh). TRANSFER_SEEDS=1
-# TRANSFER_FRACTIONS=0.1 is a quick run.
+# TRANSFER_DATASET is readable (tests/bench/transfer.sh); then the replayed
+# search with transfer and the adaptive controller (tests/bench/
+# transfer-search.sh). TRANSFER_SEEDS=1 TRANSFER_FRACTIONS=0.1
+# TRANSFER_SEARCH_SEEDS=1 is a quick run.
 TRANSFER_SEEDS ?= 3
 TRANSFER_DATASET ?= $(TLP_DATASET)
 TRANSFER_FRACTIONS ?= 0.05 0.1
+TRANSFER_SEARCH_SEEDS ?= 5
+TRANSFER_BUDGET ?= 300
 bench-transfer: tunekit
 	TRANSFER_FRACTIONS='$(TRANSFER_FRACTIONS)' sh tests/bench/transfer.sh ./tunekit \
 		$(BUILD)/bench/transfer $(TRANSFER_SEEDS) $(TRANSFER_DATASET)
+	sh tests/bench/transfer-search.sh ./tunekit $(BUILD)/bench/transfer \
+		$(TRANSFER_SEARCH_SEEDS) $(TRANSFER_BUDGET)
 
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).

@@ -78,6 +78,29 @@ test_expect_success 'a transferred model guides a replayed tune on the target' '
 	test $(tsv_count recs) -eq 8
 '
 
+test_expect_success 'tune --model-file --adapt: online transfer refits a copy of the model' '
+	tunekit tune -q --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --sa-chains 8 \
+		--sa-iters 20 --model-file tlp.model --adapt moses >recs &&
+	test $(tsv_count recs) -eq 16 &&
+	sqlite3 online.db "SELECT params FROM run" | grep -q "^adapt=moses$" &&
+	tunekit tune -q --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --feature knob \
+		--model-file xgb.model --adapt xgb-warm >recs &&
+	test $(tsv_count recs) -eq 16 &&
+	test_expect_code 2 tunekit tune --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --model-file xgb.model \
+		--adapt moses 2>err &&
+	grep -q "adapt moses does not adapt a model of kind xgb" err &&
+	test_expect_code 2 tunekit tune --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --adapt moses 2>err &&
+	grep -q "give --model-file" err &&
+	test_expect_code 2 tunekit tune --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --model-file tlp.model \
+		--adapt none 2>err &&
+	grep -q "adapt none does not adapt" err
+'
+
 test_expect_success 'the adaptive controller: bad names and searches exit 2' '
 	test_expect_code 2 tunekit tune --db runs.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 8 --controller frob 2>err &&

@@ -18,6 +18,11 @@
  * records so far, and predicts on top of it the same way, until that
  * weight falls under 0.05 and the base model is dropped. Before the first
  * record the plan comes from the base model alone.
+ *
+ * A trained model of a file (--model-file) scores every task as it is, or
+ * with --adapt, a copy of it per task is adapted to the task's records at
+ * every refit by a transfer method (Moses' ticket, fine-tuning, more
+ * boosting rounds: cm_adapt), online transfer as Moses tunes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -152,12 +157,36 @@ static int base_margin(tn_task *t, const float *x, int n, int d, float *margin)
 	return rc;
 }
 
+/* Online transfer (o->adapt): t's model starts as a copy of the trained
+ * model of the file and is adapted further on all of t's records at each
+ * refit, by the transfer method's way (cm_adapt). */
+static int adapt_fixed(tn_ctx *C, tn_task *t, const cm_params *p, const cm_data *train)
+{
+	int rc;
+	if (!t->model) {
+		void *buf = NULL;
+		size_t len = 0;
+		rc = cm_save(C->fixed, &buf, &len);
+		if (!rc)
+			rc = cm_load(cm_kind_of(C->fixed), buf, len, &t->model);
+		free(buf);
+		if (rc)
+			return rc;
+	}
+	cm_adapt_opts a;
+	cm_adapt_default(&a);
+	a.method = C->adapt;
+	cm_params q = *p;
+	q.rounds = 0;
+	return cm_adapt(t->model, &q, &a, train, NULL);
+}
+
 int model_fit(tn_ctx *C, tn_task *t)
 {
 	int d, rc;
 	float *x = NULL, *y = NULL, *margin = NULL;
 	cm_params p;
-	if (t->nx == 0 || C->fixed)
+	if (t->nx == 0 || (C->fixed && !C->adapt))
 		return TK_OK;
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
@@ -186,7 +215,9 @@ int model_fit(tn_ctx *C, tn_task *t)
 		train.margin = margin;
 	}
 	fit_params(C, t, &p);
-	if (t->model)
+	if (C->adapt)
+		rc = adapt_fixed(C, t, &p, &train);
+	else if (t->model)
 		rc = cm_update(t->model, &p, &train);
 	else
 		rc = cm_fit(C->mk, &p, &train, NULL, &t->model);
@@ -200,7 +231,7 @@ done:
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd)
 {
 	int d, rc;
-	cm_model *m = C->fixed ? C->fixed : t->model;
+	cm_model *m = t->model ? t->model : C->fixed;
 	if (!m) {
 		for (int i = 0; i < n; i++)
 			mu[i] = sd[i] = 0;
@@ -246,7 +277,7 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 	else if ((rc = model_features(C, t, c, n, x, &d)))
 		;
 	else if (C->fixed)
-		rc = cm_predict(C->fixed, x, n, d, NULL, out);
+		rc = cm_predict(t->model ? t->model : C->fixed, x, n, d, NULL, out);
 	else if (!t->model)
 		rc = cm_predict(t->base, x, n, d, NULL, out); /* nothing measured yet */
 	else if (!margin || !(rc = base_margin(t, x, n, d, margin)))

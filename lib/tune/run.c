@@ -12,6 +12,7 @@
 
 #include "record/record.h"
 #include "store/store_tuning.h"
+#include "train/train.h"
 #include "tune_int.h"
 
 /* ---- options ------------------------------------------------------------- */
@@ -671,6 +672,17 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		                 o->feature);
 	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
 		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
+	if (o->adapt[0]) {
+		const tr_method *tm;
+		if (!o->model_file[0])
+			return tk_seterr(TK_EINVAL, "--adapt adapts a trained model: give --model-file");
+		if ((rc = tr_method_lookup(o->adapt, &tm)))
+			return rc;
+		if (!tm->adapt || !(C->mk->adapts & (unsigned)tm->adapt))
+			return tk_seterr(TK_EINVAL, "--adapt %s does not adapt a model of kind %s",
+			                 o->adapt, C->mk->name);
+		C->adapt = tm->adapt;
+	}
 	if (strcmp(o->controller, "none") && strcmp(o->controller, "moses"))
 		return tk_seterr(TK_EINVAL, "unknown controller '%s' (none, moses)", o->controller);
 	if (!strcmp(o->controller, "moses") && !C->model_based) {

@@ -64,6 +64,10 @@ typedef struct tn_opts {
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char model_file[512];     /* a trained model (tn_stores.model) that scores
 	                             candidates as it is, never refit; "" for none */
+	char adapt[16];           /* with model_file: "" (never refit), or the
+	                             transfer method (moses, finetune, xgb-warm) that
+	                             adapts a copy of it to each task's records at
+	                             every refit */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */

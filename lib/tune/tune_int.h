@@ -86,6 +86,8 @@ typedef struct tn_ctx {
 	const sr_kind *sk;    /* the search's row (o->search) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
 	                         (o->model_file), or NULL */
+	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
+	                         copy of fixed adapted at every refit; 0: none */
 	int model_based;      /* the search plans on the model: a model and a
 	                         search with a plan operation */
 } tn_ctx;
