@@ -8,6 +8,8 @@
 #   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
+#   make metatune-dataset  build or continue MetaTune's meta-training set
+#   make bench-meta MetaTune against xgb on held-out networks (small setting)
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-tlp  TLP and MTL-TLP against xgb on the offline dataset
@@ -172,6 +174,16 @@ demo: tunekit
 DATASET_MINUTES ?= 0
 dataset: tunekit
 	sh data/dataset/build.sh $(DATASET_MINUTES)
+# MetaTune's meta-training set (data/metatune/README.md): the paper's 47
+# convolution kernels x METATUNE_SAMPLE configurations, resumably; stop
+# starting kernels after METATUNE_MINUTES (0: never), METATUNE_TASKS=N for the
+# first N kernels only.
+METATUNE_MINUTES ?= 0
+metatune-dataset: tunekit
+	METATUNE_SAMPLE='$(METATUNE_SAMPLE)' METATUNE_TASKS='$(METATUNE_TASKS)' \
+	sh data/metatune/build.sh $(METATUNE_MINUTES)
+METATUNE_SAMPLE ?= 200
+METATUNE_TASKS ?= 0
 # The shipped copy (data/dataset/dataset.db.gz) and its manifest.
 dataset-pack:
 	sh data/dataset/pack.sh
@@ -205,6 +217,19 @@ bench-transfer: tunekit
 		$(BUILD)/bench/transfer $(TRANSFER_SEEDS) $(TRANSFER_DATASET)
 	sh tests/bench/transfer-search.sh ./tunekit $(BUILD)/bench/transfer \
 		$(TRANSFER_SEARCH_SEEDS) $(TRANSFER_BUDGET)
+
+# MetaTune against xgb and xgb with transfer learning on the dataset's
+# held-out network (tests/bench/meta.sh): few-shot MSE and MSE(D), on the
+# training target and across targets. Small by default: the offline dataset
+# has 16 to 64 records per task.
+META_DATASET ?= data/dataset/build/dataset.db
+META_REPEATS ?= 3
+$(BUILD)/bench/meta_eval: tests/bench/meta_eval.c $(BUILD)/libtunekit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+bench-meta: tunekit $(BUILD)/bench/meta_eval
+	META_REPEATS='$(META_REPEATS)' sh tests/bench/meta.sh ./tunekit $(META_DATASET) \
+		$(BUILD)/bench/meta $(BUILD)/bench/meta_eval
 
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).
@@ -288,6 +313,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack bench-tlp bench-transfer bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -23,7 +23,8 @@ static const char *const usage[] = {
 	"against a reference emitted from its tensor expression and times it. Without --task\n"
 	"or --network, every task with a valid record on the hardware is exported; a task\n"
 	"without one is skipped with a warning. The hardware is that of --target unless\n"
-	"--hardware is given. Prints the exported records: a table on a terminal, TSV otherwise.",
+	"--hardware is given. Prints the exported records: a table on a terminal, TSV otherwise.\n"
+	"Simulated hardware (vta-sim) has no C to export: refused with exit 1.",
 };
 
 static struct {
@@ -183,6 +184,12 @@ static int export_all(tk_ctx *ctx, const wanted *w, const tk_target *tg)
 		status = tk_fail(ctx, rc, "hardware %lld (%s): %s", (long long)hw, spec, tk_errmsg());
 		goto done;
 	}
+	if (!(cg.flags & TK_TARGET_EXPORTS)) {
+		status = tk_fail(ctx, TK_EUNSUPP, "hardware %lld (%s) is simulated: its configurations "
+		                 "are programs for the simulator, not C kernels; nothing to export "
+		                 "('tunekit report best' lists them)", (long long)hw, cg.spec);
+		goto done;
+	}
 	if ((rc = ex_best(st, hw, &p, &np))) {
 		status = tk_fail(ctx, rc, NULL);
 		goto done;
@@ -256,6 +263,10 @@ int cmd_export(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "--out needs a directory");
 	if ((rc = tk_target_parse(ctx->common.target, &tg)))
 		return tk_fail(ctx, rc, NULL);
+	if (!(tg.flags & TK_TARGET_EXPORTS))
+		return tk_fail(ctx, TK_EUNSUPP, "%s is simulated: its configurations are programs for "
+		               "the simulator, not C kernels; nothing to export ('tunekit report best' "
+		               "lists them)", tg.spec);
 	if (o.network && (rc = net_load(o.network, &net)))
 		return tk_fail(ctx, rc, NULL);
 	int ntask = o.task.n + (net ? net->n : 0);

@@ -20,7 +20,7 @@
 #include "task/te.h"
 
 static const char *const usage[] = {
-	"tunekit extract-features [--kind knob|itervar|curve|tlp] [--hardware ID] [--batch N] [-]",
+	"tunekit extract-features [--kind knob|itervar|curve|tlp|graph] [--hardware ID] [--batch N] [-]",
 	"Compute feature vectors of the configurations in the store that lack them (of this\n"
 	"kind and version; default itervar) and store them, a batch per transaction. With\n"
 	"--hardware, only configurations measured on that hardware ID. With -, read a record\n"
@@ -37,7 +37,7 @@ static struct {
 } o;
 
 static const opt options[] = {
-	{ OPT_STRING, "kind", 'k', &o.kind, "KIND", "knob, itervar, curve or tlp (default itervar)" },
+	{ OPT_STRING, "kind", 'k', &o.kind, "KIND", "knob, itervar, curve, tlp or graph (default itervar)" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "only configurations measured on this hardware id" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations (or records) per transaction (default 256)" },
 	OPT_END_
@@ -434,7 +434,7 @@ int cmd_extract_features(int argc, char **argv, tk_ctx *ctx)
 	x.ctx = ctx;
 	x.kind = feat_kind_parse(o.kind ? o.kind : "itervar");
 	if (x.kind < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp)", o.kind);
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o.kind);
 	if (o.batch < 1 || o.batch > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	x.kname = feat_kind_name(x.kind);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/target.h"
 #include "cmd.h"
 #include "features/feature.h"
 #include "model/cost.h"
@@ -43,7 +44,11 @@ static void help_tasks(void)
 
 static void help_targets(void)
 {
-	printf("A target is 'native' or cpu:key=value,... with keys\n"
+	printf("Kinds of target (--target SPEC):\n");
+	for (int i = 0; i < tk_target_nkinds; i++)
+		printf("  %s\n      %s%s\n", tk_target_kinds[i].syntax, tk_target_kinds[i].summary,
+		       tk_target_kinds[i].flags & TK_TARGET_SIMULATED ? " (simulated)" : "");
+	printf("\nnative or cpu:key=value,... with keys\n"
 	       "  isa      native, avx512, avx2 or sse2 (default native: the best this CPU has)\n"
 	       "  threads  OpenMP threads of the kernels (default 1)\n"
 	       "  cc       C compiler command (default cc)\n"
@@ -51,6 +56,28 @@ static void help_targets(void)
 	       "Targets that differ in CPU, ISA, compiler version, opt or threads are\n"
 	       "distinct hardware in the store; 'native' and its explicit spelling are the same.\n"
 	       "Example: cpu:isa=avx2,threads=2\n");
+	printf("\nvta-sim:preset=NAME,PARAM=VALUE,... ('vta-sim' alone: preset=default) with\n");
+	for (int i = 0; i < vta_npresets; i++)
+		printf("  preset=%-8s %s\n", vta_presets_info[i].name, vta_presets_info[i].summary);
+	printf("and the parameters (log2), each overriding the preset's value:\n"
+	       "  %-18s %5s", "", "range");
+	for (int i = 0; i < vta_npresets; i++)
+		printf(" %8s", vta_presets_info[i].name);
+	printf("\n");
+	for (int p = 0; p < VTA_NPARAM; p++) {
+		int lo, hi;
+		char range[16];
+		vta_param_range(p, &lo, &hi);
+		snprintf(range, sizeof range, lo == hi ? "%d" : "%d-%d", lo, hi);
+		printf("  %-18s %5s", vta_param_names[p], range);
+		for (int i = 0; i < vta_npresets; i++)
+			printf(" %8d", vta_preset_param(i, p));
+		printf("\n");
+	}
+	printf("Buffers must hold an entry each and fit the board's on-chip RAM. Each\n"
+	       "parameter set is distinct hardware, its key 'vta-sim|simulated|...'; latencies\n"
+	       "are simulated cycles at the board's clock, and export refuses them.\n"
+	       "Example: vta-sim:preset=zcu102,LOG_UOP_BUFF_SIZE=15\n");
 }
 
 static void help_networks(void)

@@ -90,11 +90,13 @@ static int add_cfg(job *j, const sp_config *c)
 	return 0;
 }
 
-/* Open job's task (canonical key) once; add configuration text. */
-static int add_task(tk_ctx *ctx, work *w, const char *task, const char *config, job **out)
+/* Open job's task (canonical key) once, for target tg; add configuration
+ * text. */
+static int add_task(tk_ctx *ctx, work *w, const tk_target *tg, const char *task,
+                    const char *config, job **out)
 {
 	ms_task *t;
-	int rc = ms_task_open(task, (uint64_t)ctx->common.seed, &t);
+	int rc = ms_task_open_target(task, tg, (uint64_t)ctx->common.seed, &t);
 	if (rc)
 		return tk_fail(ctx, rc, NULL);
 	job *j = job_for(w, t->prog->key);
@@ -118,7 +120,7 @@ static int add_task(tk_ctx *ctx, work *w, const char *task, const char *config, 
 	return 0;
 }
 
-static int read_stdin(tk_ctx *ctx, work *w)
+static int read_stdin(tk_ctx *ctx, work *w, const tk_target *tg)
 {
 	rec_stream rs;
 	const char *task, *config;
@@ -130,7 +132,7 @@ static int read_stdin(tk_ctx *ctx, work *w)
 			rec_stream_free(&rs);
 			return tk_fail(ctx, TK_EINVAL, "stdin: the stream has no task and config columns");
 		}
-		if ((rc = add_task(ctx, w, task, config, NULL))) {
+		if ((rc = add_task(ctx, w, tg, task, config, NULL))) {
 			rec_stream_free(&rs);
 			return rc;
 		}
@@ -139,8 +141,50 @@ static int read_stdin(tk_ctx *ctx, work *w)
 	return got < 0 ? tk_fail(ctx, -got, NULL) : 0;
 }
 
+/* On vta-sim: the program of each configuration (--emit-sched); there is
+ * no C nor loop nest. */
+static int emit_vta(tk_ctx *ctx, job *j)
+{
+	const ms_vta *v = j->t->vta;
+	if (o.emit_c || o.emit_ir)
+		return tk_fail(ctx, TK_EINVAL, "--emit-c and --emit-ir need a CPU target: a vta-sim "
+		               "configuration is a VTA program (see --emit-sched)");
+	for (int i = 0; i < j->n; i++) {
+		vta_sched sc;
+		vta_prog *prog;
+		vta_stats st;
+		int status;
+		char msg[256];
+		tk_sb sb;
+		vta_sched_from_config(j->t->space, &j->cfg[i], &sc);
+		int rc = vta_lower(&v->hw, &v->shape, &sc, 0, &prog, &st, &status, msg, sizeof msg);
+		if (rc)
+			return tk_fail(ctx, rc, NULL);
+		tk_sb_init(&sb);
+		sp_format(&sb, j->t->space, &j->cfg[i]);
+		printf("# %s\n# %s\n# threads %d, buffer entries used/size: inp %lld/%lld wgt %lld/%lld "
+		       "acc %lld/%lld; %lld micro-ops\n", j->task, sb.s ? sb.s : "", st.threads,
+		       (long long)st.used[VTA_BUF_INP], (long long)st.depth[VTA_BUF_INP],
+		       (long long)st.used[VTA_BUF_WGT], (long long)st.depth[VTA_BUF_WGT],
+		       (long long)st.used[VTA_BUF_ACC], (long long)st.depth[VTA_BUF_ACC],
+		       (long long)st.uops);
+		tk_sb_clear(&sb);
+		if (status) {
+			printf("# not compiled: %s\n", msg);
+		} else {
+			vta_prog_print(&sb, prog, 0);
+			fputs(sb.s ? sb.s : "", stdout);
+		}
+		tk_sb_free(&sb);
+		vta_prog_free(prog);
+	}
+	return 0;
+}
+
 static int emit(tk_ctx *ctx, job *j, const tk_target *tg)
 {
+	if (j->t->vta)
+		return emit_vta(ctx, j);
 	for (int i = 0; i < j->n; i++) {
 		kn_kernel k;
 		int rc = kn_build(j->t->space, &j->cfg[i], tg, o.emit_ir, &k);
@@ -312,12 +356,13 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 		progress_end(ctx);
 		if (!ctx->common.quiet && !status) {
 			char lat[32];
+			const char *sim = tg->flags & TK_TARGET_SIMULATED ? " (simulated)" : "";
 			if (best >= 0)
-				fprintf(stderr, "%s: %d measured, %d valid, best %s (%.2f GFLOPS) %s\n", j->task,
-				        j->n, nvalid, fmt_seconds(lat, best_lat),
+				fprintf(stderr, "%s: %d measured, %d valid, best %s%s (%.2f GFLOPS) %s\n",
+				        j->task, j->n, nvalid, fmt_seconds(lat, best_lat), sim,
 				        j->t->prog->flops / best_lat * 1e-9, best_cfg);
 			else
-				fprintf(stderr, "%s: %d measured, none valid\n", j->task, j->n);
+				fprintf(stderr, "%s: %d measured, none valid%s\n", j->task, j->n, sim);
 		}
 		free(best_cfg);
 	}
@@ -366,7 +411,8 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, rc, NULL);
 	int ntask = o.task.n + (net ? net->n : 0);
 	for (int i = 0; i < ntask && !rc; i++)
-		rc = add_task(ctx, &w, i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task, NULL, NULL);
+		rc = add_task(ctx, &w, &tg, i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task,
+		              NULL, NULL);
 	net_free(net);
 	for (int i = 0; i < o.config.n && !rc; i++) {
 		if (!strcmp(o.config.v[i], "-")) {
@@ -376,10 +422,10 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 		if (w.n != 1)
 			rc = tk_fail(ctx, TK_EINVAL, "--config CONFIG needs exactly one task");
 		else
-			rc = add_task(ctx, &w, w.job[0].task, o.config.v[i], NULL);
+			rc = add_task(ctx, &w, &tg, w.job[0].task, o.config.v[i], NULL);
 	}
 	if (!rc && from_stdin)
-		rc = read_stdin(ctx, &w);
+		rc = read_stdin(ctx, &w, &tg);
 	if (!rc && w.n == 0)
 		rc = tk_fail(ctx, TK_EINVAL, "nothing to measure: give --task, --network or --config -");
 	for (int i = 0; i < w.n && !rc; i++) {

@@ -18,6 +18,7 @@
 #include "report/check.h"
 #include "report/report.h"
 #include "store/store_report.h"
+#include "store/store_tuning.h"
 #include "task/network.h"
 #include "space/space.h"
 #include "task/te.h"
@@ -32,7 +33,8 @@ static const char *const usage[] = {
 	"best: the fastest valid configuration of every task on every hardware, ranked by\n"
 	"its median measurement (one lucky timing does not make it best), with that\n"
 	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
-	"naive loop nest when that was measured on the same hardware.\n"
+	"naive loop nest when that was measured on the same hardware; hw_kind says whether\n"
+	"the latency was timed on a cpu or is a simulator's (simulated).\n"
 	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
 	"search, model fits, compilation, running; the build cache's hit rate; code\n"
 	"generation, the reference, storing), trials, valid records, trials measured and\n"
@@ -129,7 +131,8 @@ static int best_row(void *p, const store_rec *r)
 	if (!naive_speedup(b->ctx, r, &speedup))
 		snprintf(sp, sizeof sp, "%.2f", speedup);
 	const char *busy = r->load < 0 ? "" : r->load > BUSY_LOAD ? "1" : "0";
-	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run, busy };
+	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run, busy,
+	                        r->hw_kind ? r->hw_kind : "" };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -138,6 +141,7 @@ static int report_best(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run", "busy",
+		"hw_kind",
 	};
 	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
 	if (!b.t)
@@ -366,6 +370,21 @@ static int curve_table(const curve_sel *sel, int fmt)
 	return table_print(t, stdout, fmt);
 }
 
+/* The output of an SVG document (sb) to --plot. */
+static int write_plot(tk_ctx *ctx, const tk_sb *sb)
+{
+	int rc;
+	FILE *f = strcmp(o.plot, "-") ? fopen(o.plot, "w") : stdout;
+	if (!f) {
+		rc = tk_fail(ctx, TK_EIO, "%s: %s", o.plot, strerror(errno));
+	} else {
+		int bad = fwrite(sb->s, 1, sb->n, f) != sb->n;
+		bad |= f == stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
+		rc = bad ? tk_fail(ctx, TK_EIO, "%s: write error", o.plot) : EXIT_OK;
+	}
+	return rc;
+}
+
 /* The plot of a curve report: one chart (--x) or two side by side. */
 static int curve_plot(tk_ctx *ctx, const curve_sel *sel, int nRun, rp_run **aRun)
 {
@@ -392,16 +411,95 @@ static int curve_plot(tk_ctx *ctx, const curve_sel *sel, int nRun, rp_run **aRun
 		tk_sb_free(&sb);
 		return tk_fail(ctx, rc, NULL);
 	}
-	FILE *f = strcmp(o.plot, "-") ? fopen(o.plot, "w") : stdout;
-	if (!f) {
-		rc = tk_fail(ctx, TK_EIO, "%s: %s", o.plot, strerror(errno));
-	} else {
-		int bad = fwrite(sb.s, 1, sb.n, f) != sb.n;
-		bad |= f == stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
-		rc = bad ? tk_fail(ctx, TK_EIO, "%s: write error", o.plot) : EXIT_OK;
-	}
+	rc = write_plot(ctx, &sb);
 	tk_sb_free(&sb);
 	return rc;
+}
+
+/* The loss curve of a meta-training run: a table, or with --plot the
+ * pre-training loss per epoch and MAML's query loss per meta-step (after
+ * and before adapting) side by side. */
+static int loss_curve(tk_ctx *ctx, int64_t run, int fmt)
+{
+	static const char *const hdr[] = { "run", "phase", "step", "loss", "loss_before" };
+	rp_loss l;
+	int rc;
+	if (o.task || o.network || o.x || o.log)
+		return tk_fail(ctx, TK_EINVAL, "run %lld is a meta-training run: its curve is a loss"
+		               " curve, without --task, --network, --x or --log", (long long)run);
+	if ((rc = rp_loss_load(ctx->store, run, &l)))
+		return tk_fail(ctx, rc, NULL);
+	if (!o.plot) {
+		table *t = table_new(ArraySize(hdr), hdr);
+		if (!t) {
+			rp_loss_free(&l);
+			return tk_fail(ctx, TK_ENOMEM, "out of memory");
+		}
+		for (int i = 0; i < l.n; i++) {
+			char b[4][32];
+			const rp_loss_pt *p = &l.pt[i];
+			snprintf(b[0], 32, "%lld", (long long)run);
+			snprintf(b[1], 32, "%d", p->step);
+			snprintf(b[2], 32, "%.6f", p->loss);
+			snprintf(b[3], 32, "%.6f", p->before);
+			const char *cells[] = { b[0], p->phase == RP_LOSS_PRETRAIN ? "pretrain" : "maml",
+			                        b[1], b[2], isnan(p->before) ? NULL : b[3] };
+			table_row(t, cells);
+		}
+		rp_loss_free(&l);
+		return table_print(t, stdout, fmt);
+	}
+	double *x = malloc(sizeof *x * (size_t)(l.n + 1)), *y = malloc(sizeof *y * (size_t)(l.n + 1));
+	double *yb = malloc(sizeof *yb * (size_t)(l.n + 1));
+	if (!x || !y || !yb) {
+		free(x), free(y), free(yb);
+		rp_loss_free(&l);
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	}
+	int np = 0;
+	for (int i = 0; i < l.n; i++) {
+		x[i] = l.pt[i].step;
+		y[i] = l.pt[i].loss;
+		yb[i] = l.pt[i].before;
+		np += l.pt[i].phase == RP_LOSS_PRETRAIN;
+	}
+	rp_series pre = { "training loss", np, x, y, 0, 0 };
+	rp_series after = { "query loss after adapting", l.n - np, x + np, y + np, 0, 0 };
+	rp_series before = { "query loss before adapting", l.n - np, x + np, yb + np, 0, 0 };
+	rp_series maml[2] = { after, before };
+	char t0[64], t1[64];
+	snprintf(t0, sizeof t0, "run %lld: supervised pre-training", (long long)run);
+	snprintf(t1, sizeof t1, "run %lld: first-order MAML", (long long)run);
+	rp_chart ch[2] = { { t0, "epoch", "MSE", 0, 1, &pre }, { t1, "meta-step", "MSE", 0, 2, maml } };
+	tk_sb sb;
+	tk_sb_init(&sb);
+	rc = rp_svg(&sb, ch, 2, RP_SVG_W, RP_SVG_H);
+	rc = rc ? tk_fail(ctx, rc, NULL) : write_plot(ctx, &sb);
+	tk_sb_free(&sb);
+	free(x), free(y), free(yb);
+	rp_loss_free(&l);
+	return rc;
+}
+
+/* The run of a curve report if it is one meta-training run, else 0 (the
+ * tuning curves' own path reports bad or unknown runs). */
+static int training_run(tk_ctx *ctx, int64_t *run)
+{
+	int64_t id;
+	char *method = NULL;
+	int rc;
+	*run = 0;
+	if (o.run.n > 1 || (o.run.n == 1 && (tk_parse_i64(o.run.v[0], &id) || id <= 0)) ||
+	    (o.run.n == 0 && store_run_latest(ctx->store, &id)))
+		return EXIT_OK;
+	if ((rc = store_run_method(ctx->store, id, &method)) == TK_ENOTFOUND)
+		return EXIT_OK;
+	if (rc)
+		return tk_fail(ctx, rc, NULL);
+	if (!strcmp(method, "pretrain-meta"))
+		*run = id;
+	free(method);
+	return EXIT_OK;
 }
 
 static int report_curve(tk_ctx *ctx, int fmt)
@@ -409,7 +507,12 @@ static int report_curve(tk_ctx *ctx, int fmt)
 	rp_run **aRun;
 	curve_sel sel;
 	int nRun, rc;
+	int64_t train_run;
 	memset(&sel, 0, sizeof sel);
+	if ((rc = training_run(ctx, &train_run)))
+		return rc;
+	if (train_run)
+		return loss_curve(ctx, train_run, fmt);
 	if (o.x && strcmp(o.x, "trials") && strcmp(o.x, "seconds"))
 		return tk_fail(ctx, TK_EINVAL, "--x must be trials or seconds, not '%s'", o.x);
 	if ((o.x || o.log) && !o.plot)

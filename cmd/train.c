@@ -18,7 +18,7 @@
 #include "train/train.h"
 
 static const char *const usage[] = {
-	"tunekit train [--model NAME] [--objective rank|reg] [--feature itervar|knob|curve|tlp]\n"
+	"tunekit train [--model NAME] [--objective rank|reg] [--feature itervar|knob|curve|tlp|graph]\n"
 	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
 	"              [--aux-hw ID... [--target-fraction F]] [--rounds N] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
@@ -45,7 +45,7 @@ static struct {
 static const opt options[] = {
 	{ OPT_STRING, "model", 0, &o.model, "NAME", "cost model (default xgb; see 'tunekit help models')" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default) or reg (squared error)" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve or tlp" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp or graph" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "train on the records of this hardware id" },
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
@@ -196,7 +196,7 @@ static const char **network_tasks(tr_set *ts, const net_list *nets, int *n)
 			for (int t = 0; t < ts->ntask; t++)
 				if (!strcmp(ts->tasks[t].key, nt->task)) {
 					ts->tasks[t].weight += nt->weight;
-					found = !ts->tasks[t].head;
+					found |= !ts->tasks[t].head; /* the target has records of it */
 				}
 			if (found)
 				v[(*n)++] = nt->task;
@@ -242,7 +242,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	if (strcmp(o.objective, "rank") && strcmp(o.objective, "reg"))
 		return tk_fail(ctx, TK_EINVAL, "unknown objective '%s' (rank or reg)", o.objective);
 	if ((feat = feat_kind_parse(o.feature)) < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve or tlp)",
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp or graph)",
 		               o.feature);
 	if (!(kind->features & 1u << feat))
 		return tk_fail(ctx, TK_EINVAL, "model %s does not take %s features", kind->name,

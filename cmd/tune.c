@@ -8,13 +8,14 @@
 
 #include "cmd.h"
 #include "features/feature.h"
+#include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
 #include "tune/tune.h"
 
 static const char *const usage[] = {
 	"tunekit tune (--task TASK... | --network NAME) --trials N [--model NAME]\n"
-	"             [--search NAME] [--feature itervar|knob|curve|tlp] [OPTIONS]\n"
+	"             [--search NAME] [--feature itervar|knob|curve|tlp|graph] [OPTIONS]\n"
 	"       tunekit tune --resume [--run ID]",
 	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by a\n"
 	"search (simulated annealing) on a cost model fit to the measurements so far (the\n"
@@ -35,7 +36,7 @@ static const char *const usage[] = {
 
 static struct {
 	opt_list task;
-	const char *network, *given[MAXDESC];
+	const char *network, *meta, *given[MAXDESC];
 	int64_t run;
 	ms_cli ms;
 	int resume;
@@ -46,6 +47,7 @@ static opt options[MAXDESC + 8];
 static const opt fixed_head[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_STRING, "meta", 0, &o.meta, "FILE", "a meta-trained model (pretrain-meta) each task fine-tunes: --model-file for meta" },
 };
 static const opt fixed_tail[] = {
 	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
@@ -127,6 +129,14 @@ static int apply(tk_ctx *ctx, tn_opts *t, int resuming)
 	}
 	if (o.network && !resuming)
 		snprintf(t->network, sizeof t->network, "%s", o.network);
+	if (o.meta) {
+		const tn_optdesc *d = tn_optdesc_find("model_file");
+		int rc;
+		if (t->model_file[0] && strcmp(t->model_file, o.meta))
+			return tk_fail(ctx, TK_EINVAL, "--meta and --model-file name different files");
+		if ((rc = tn_opt_set(t, d, o.meta)))
+			return tk_fail(ctx, rc, "--meta: %s", tk_errmsg());
+	}
 	t->seed = (uint64_t)ctx->common.seed;
 	t->ms.jobs = (int)ctx->common.jobs;
 	return ms_cli_apply(ctx, &o.ms, &t->ms);
@@ -158,6 +168,9 @@ static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 			return tk_fail(ctx, TK_EINVAL, "--%s %s, but %s is a %s model on %s features",
 			               tn_optdescs[i].flag, o.given[i], t->model_file, kind, fname);
 	}
+	if (o.meta && strcmp(kind, "meta"))
+		return tk_fail(ctx, TK_EINVAL, "--meta takes a meta model (tunekit pretrain-meta); %s is"
+		               " a %s model (give it with --model-file)", t->model_file, kind);
 	snprintf(t->model, sizeof t->model, "%s", kind);
 	snprintf(t->feature, sizeof t->feature, "%s", fname);
 	in->model_d = (int)len;
@@ -191,7 +204,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	tk_target tg;
 	tn_opts t;
 	int rc, ntask = 0;
-	char **task = NULL;
+	char **task = NULL, *run_spec = NULL;
 	double *weight = NULL;
 	int64_t resume = 0;
 	ms_cli_init(&o.ms);
@@ -223,6 +236,11 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		if (rc)
 			return tk_fail(ctx, rc, NULL);
 		ctx->common.seed = (int64_t)t.seed;
+		/* without --target, the target the run was begun on */
+		int64_t hw = 0, id;
+		if (!ctx->common.target && !t.replay[0] && !store_run_hardware(st, resume, &hw) &&
+		    hw > 0 && !store_hardware_find(st, hw, NULL, &id, NULL, &run_spec))
+			ctx->common.target = run_spec;
 	} else {
 		tk_network *net = NULL;
 		if (o.network && (rc = net_load(o.network, &net)))
@@ -245,6 +263,11 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	int status = apply(ctx, &t, o.resume);
 	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
 		status = tk_fail(ctx, rc, NULL);
+	/* an accelerator's space has no loop nest: its features default to knob */
+	const tn_optdesc *fd = tn_optdesc_find("feature");
+	if (!status && !o.resume && !t.replay[0] && (tg.flags & TK_TARGET_SIMULATED) && fd &&
+	    !o.given[fd - tn_optdescs])
+		snprintf(t.feature, sizeof t.feature, "knob");
 	/* the dataset of a replay and the history of transfer learning */
 	tn_stores in = { NULL, NULL, NULL, 0 };
 	if (!status && t.model_file[0])
@@ -273,6 +296,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	}
 	store_close(in.replay);
 	store_close(in.history);
+	free(run_spec);
 	cm_free(in.model);
 	for (int i = 0; i < ntask; i++)
 		free(task[i]);

@@ -17,7 +17,7 @@
 CREATE TABLE hardware (
   id        INTEGER PRIMARY KEY,
   key       TEXT NOT NULL UNIQUE,   -- identity: cpu|isa|compiler version|opt|threads=N, or a device
-  kind      TEXT NOT NULL,          -- 'cpu' (measured here), 'imported', 'replay'
+  kind      TEXT NOT NULL,          -- 'cpu' (measured here), 'simulated', 'imported', 'replay'
   cpu       TEXT,                   -- CPU model or device name
   isa       TEXT,                   -- avx512, avx2, sse2, or NULL
   cc        TEXT,                   -- compiler and version

@@ -56,15 +56,26 @@ test_expect_success 'tlp vectors are L x E = 32 x 25 for every task, stored once
 	grep -q "^tlp: 8 configurations, 0 new, 0 invalid" err
 '
 
+test_expect_success 'graph vectors are one super-graph of 67 nodes x 30 and 100 edges for every task' '
+	tunekit extract-features --kind graph 2>err >out &&
+	test ! -s out &&
+	grep -q "^graph: 8 configurations, 8 new, 0 invalid, [0-9]* per second$" err &&
+	test "$(feat_n graph dense)" = 2210 &&
+	test "$(feat_n graph conv2d)" = 2210 &&
+	test "$(sql "SELECT DISTINCT version FROM feature WHERE kind = '\''graph'\''")" = 1 &&
+	tunekit extract-features -k graph 2>err &&
+	grep -q "^graph: 8 configurations, 0 new, 0 invalid" err
+'
+
 test_expect_success 'train and tune take tlp features where the model does' '
 	tunekit train -q --feature tlp --out tlp.model >out &&
 	grep -a -q "^feature tlp$" tlp.model && grep -a -q "^feature_length 800$" tlp.model &&
 	test_expect_code 2 tunekit train --model rfei --feature tlp --out x.model 2>err &&
 	grep -q "model rfei does not take tlp features" err &&
 	test_expect_code 2 tunekit train --feature bogus 2>err &&
-	grep -q "unknown feature kind .bogus. (itervar, knob, curve or tlp)" err &&
+	grep -q "unknown feature kind .bogus. (itervar, knob, curve, tlp or graph)" err &&
 	test_expect_code 2 tunekit tune --task $DENSE --trials 1 --feature bogus 2>err &&
-	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp)" err
+	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph)" err
 '
 
 test_expect_success '--hardware selects the configurations measured there' '
@@ -156,7 +167,7 @@ test_expect_success 'streams without ids, unknown ids and bad options exit 2' '
 	printf "id\ttask\nx\t%s\n" $DENSE >badid &&
 	test_expect_code 2 tunekit extract-features - <badid 2>err &&
 	test_expect_code 2 tunekit extract-features --kind bogus 2>err &&
-	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp)" err &&
+	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph)" err &&
 	test_expect_code 2 tunekit extract-features --batch 0 2>err &&
 	test_expect_code 2 tunekit extract-features foo 2>err &&
 	test_expect_code 2 tunekit extract-features - - </dev/null 2>err

@@ -37,6 +37,9 @@ test_expect_success 'mtl-tlp learns a head per hardware from a share of the targ
 	grep -q "training on 32 of the target" err &&
 	test "$(tsv_col out rows 2)" -eq 32 && test "$(tsv_col out rows 3)" -eq 16 &&
 	grep -a -q "^heads 3$" mtl.model &&
+	tunekit train -q --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2,3 \
+		--holdout-network bert-base --rounds 2 --out mtlnet.model >out &&
+	test "$(tsv_col out tasks 3)" -eq 2 && test "$(tsv_col out rows 3)" -eq 32 &&
 	test_expect_code 2 tunekit train --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2,2 2>err &&
 	grep -q "given twice" err
 '

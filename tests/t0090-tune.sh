@@ -232,20 +232,22 @@ test_expect_success 'help models and help searches print the tables' '
 	grep -q "^rfei  *knob,itervar,curve  *yes  *no  *- " hm &&
 	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
 	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
-	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 6 &&
+	grep -q "^meta  *graph  *yes  *no  *- " hm &&
+	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 7 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
-	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 5 &&
+	grep -q "^bo  *model+uncertainty " hs &&
+	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 6 &&
 	tunekit tune --help >h && grep -q "tunekit help models" h && grep -q "tunekit help searches" h
 '
 
 test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, tlp, mtl-tlp, none)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, tlp, mtl-tlp, meta, none)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, random, grid)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, bo, random, grid)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model none --search csa 2>err &&
-	grep -q "csa needs a model with uncertainty: --model rfei$" err &&
+	grep -q "csa needs a model with uncertainty: --model rfei, meta$" err &&
 	test_expect_code 2 tunekit tune --trials 4 2>err && grep -q "nothing to tune" err &&
 	test_expect_code 2 tunekit tune --db fresh.db --resume 2>err && grep -q "no unfinished" err &&
 	test_expect_code 2 tunekit tune --task "dense:m=1" --trials 4 2>err &&

@@ -17,7 +17,10 @@
 # (data/dataset/build/dataset.db), DATASET_TARGETS (default below),
 # DATASET_RANDOM (16 random configurations per task and target),
 # DATASET_GUIDED (48 trials of xgb+sa, the first 16 of them random),
-# DATASET_NETWORKS (the order tasks are visited in).
+# DATASET_NETWORKS (the order tasks are visited in), DATASET_MAX_LOAD (before
+# each unit, wait until the 1-minute load average per CPU is under this; 0,
+# the default, never waits: on a shared machine 1.5 keeps other work from
+# spreading the timings).
 set -eu
 
 TK=${TUNEKIT:-./tunekit}
@@ -26,6 +29,7 @@ SHIP=data/dataset/dataset.db.gz
 NRANDOM=${DATASET_RANDOM:-16}
 NGUIDED=${DATASET_GUIDED:-48}
 MINUTES=${1:-0}
+MAXLOAD=${DATASET_MAX_LOAD:-0}
 # Held-out networks first, so a partial dataset can already be evaluated.
 NETWORKS=${DATASET_NETWORKS:-resnet-18 bert-base vgg-16 alexnet squeezenet-1.0 mobilenet-v2 resnet-18-nchwc mobilenet-v2-nchwc}
 # Three ISAs where the CPU has AVX-512; otherwise a second compiler makes the third.
@@ -88,6 +92,14 @@ unit() {
 	esac
 }
 
+# Wait for a quiet enough machine (DATASET_MAX_LOAD).
+wait_quiet() {
+	[ "$MAXLOAD" = 0 ] && return 0
+	while ! awk -v n="$(nproc)" -v m="$MAXLOAD" '{ exit !($1 / n < m) }' /proc/loadavg; do
+		sleep 15
+	done
+}
+
 i=0
 for phase in random guided; do
 	for task in $tasks; do
@@ -102,6 +114,7 @@ for phase in random guided; do
 				$(((now - start) / 60)) $phase "$target" "$task" >&2
 			# Invalid configurations are records, not failures: a unit
 			# whose tunekit fails stops the build (what was measured stays).
+			wait_quiet
 			unit $phase "$task" "$target" || die "unit $phase $target $task failed (exit $?)"
 		done
 	done

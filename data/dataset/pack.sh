@@ -28,6 +28,17 @@ q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
 	echo "| $(q "SELECT COUNT(*), SUM(valid), SUM(NOT valid), (SELECT COUNT(*) FROM task),
 		(SELECT COUNT(*) FROM config) FROM measurement") |"
 	echo
+	echo "The load average per CPU when each record was timed (other work on the machine"
+	echo 'slows kernels and spreads their times; the `load` column keeps it per record):'
+	echo
+	echo "| median | 90th percentile | records timed above 1.5 |"
+	echo "|---|---|---|"
+	n=$(q "SELECT COUNT(*) FROM measurement WHERE load IS NOT NULL")
+	echo "| $(q "SELECT printf('%.2f', load) FROM measurement WHERE load IS NOT NULL ORDER BY load
+		LIMIT 1 OFFSET $((n / 2))") | $(q "SELECT printf('%.2f', load) FROM measurement WHERE load IS NOT
+		NULL ORDER BY load LIMIT 1 OFFSET $((n * 9 / 10))") | $(q "SELECT COUNT(*) FROM measurement
+		WHERE load > 1.5") |"
+	echo
 	echo "## Hardware"
 	echo
 	echo "Each target is distinct hardware: the CPU (with its family and model), the ISA the"

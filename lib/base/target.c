@@ -264,42 +264,31 @@ static int parse_item(const char *spec, char *item, int *seen, tk_target *t, con
 	return TK_EINVAL;
 }
 
-int tk_target_parse(const char *spec, tk_target *t)
+/* The rest of a cpu: spec (args: "key=value,...", "" for every default). */
+static int parse_cpu(const char *spec, const char *args, tk_target *t)
 {
-	assert(t);
-	memset(t, 0, sizeof *t);
+	const char *isa = NULL; /* NULL: native */
+	char buf[512];
+	int seen[NKEY] = { 0 };
+
 	snprintf(t->cc, sizeof t->cc, "cc");
 	snprintf(t->opt, sizeof t->opt, "-O3");
 	t->threads = 1;
-	const char *isa = NULL; /* NULL: native */
-
-	if (!spec)
-		spec = "";
-	if (strlen(spec) >= 512)
-		return tk_seterr(TK_EINVAL, "target spec too long (%zu characters)", strlen(spec));
-	if (*spec && strcmp(spec, "native")) {
-		if (strncmp(spec, "cpu:", 4))
-			return tk_seterr(TK_EINVAL,
-			                 "target '%s': unknown target (expected native or "
-			                 "cpu:key=value,...)", spec);
-		char buf[512];
-		snprintf(buf, sizeof buf, "%s", spec + 4);
-		int seen[NKEY] = { 0 };
-		char *item = buf;
-		/* "cpu:" alone means all defaults; otherwise no empty items. */
-		for (int more = buf[0] != 0; more;) {
-			char *comma = strchr(item, ',');
-			if (comma)
-				*comma = 0;
-			if (!*item)
-				return tk_seterr(TK_EINVAL, "target '%s': empty item", spec);
-			int rc = parse_item(spec, item, seen, t, &isa);
-			if (rc)
-				return rc;
-			more = comma != NULL;
-			if (more)
-				item = comma + 1;
-		}
+	snprintf(buf, sizeof buf, "%s", args);
+	char *item = buf;
+	/* "cpu:" alone means all defaults; otherwise no empty items. */
+	for (int more = buf[0] != 0; more;) {
+		char *comma = strchr(item, ',');
+		if (comma)
+			*comma = 0;
+		if (!*item)
+			return tk_seterr(TK_EINVAL, "target '%s': empty item", spec);
+		int rc = parse_item(spec, item, seen, t, &isa);
+		if (rc)
+			return rc;
+		more = comma != NULL;
+		if (more)
+			item = comma + 1;
 	}
 
 	/* Resolve the ISA against this CPU. */
@@ -335,4 +324,54 @@ int tk_target_parse(const char *spec, tk_target *t)
 	snprintf(t->key, sizeof t->key, "%s|%s|%s|%s|threads=%d", t->cpu, t->isa,
 	         t->cc_version, t->opt, t->threads);
 	return TK_OK;
+}
+
+/* The rest of a vta-sim: spec. Nothing is probed: the accelerator is a
+ * simulation, the same on every machine. The CPU fields say what it is;
+ * no compiler, one "thread", vectors of one block. */
+static int parse_vta(const char *spec, const char *args, tk_target *t)
+{
+	int rc = vta_hw_parse(spec, args, &t->vta);
+	if (rc)
+		return rc;
+	snprintf(t->isa, sizeof t->isa, "vta");
+	snprintf(t->cpu, sizeof t->cpu, "VTA (simulated), %s preset, %s board at %g MHz",
+	         t->vta.preset, t->vta.board, t->vta.mhz);
+	t->threads = 1;
+	t->vlen = t->vta.block;
+	t->nvreg = 0;
+	vta_hw_spec(&t->vta, t->spec, sizeof t->spec);
+	vta_hw_key(&t->vta, t->key, sizeof t->key);
+	return TK_OK;
+}
+
+const tk_target_kind tk_target_kinds[] = {
+	{ "cpu", TK_TARGET_CPU, TK_TARGET_EXPORTS, "native | cpu:KEY=VALUE,...",
+	  "this CPU: kernels compiled to C, run, checked and timed here", parse_cpu },
+	{ "vta-sim", TK_TARGET_VTA_SIM, TK_TARGET_SIMULATED,
+	  "vta-sim:preset=NAME[,PARAM=VALUE,...]",
+	  "a VTA accelerator: conv2d and dense lowered to its instructions, run by a "
+	  "cycle and functional simulator", parse_vta },
+};
+const int tk_target_nkinds = ArraySize(tk_target_kinds);
+
+int tk_target_parse(const char *spec, tk_target *t)
+{
+	assert(t);
+	memset(t, 0, sizeof *t);
+	if (!spec || !*spec || !strcmp(spec, "native"))
+		spec = "cpu:";
+	if (strlen(spec) >= 512)
+		return tk_seterr(TK_EINVAL, "target spec too long (%zu characters)", strlen(spec));
+	for (int i = 0; i < tk_target_nkinds; i++) {
+		const tk_target_kind *k = &tk_target_kinds[i];
+		size_t n = strlen(k->name);
+		if (strncmp(spec, k->name, n) || (spec[n] && spec[n] != ':'))
+			continue;
+		t->kind = k->kind;
+		t->flags = k->flags;
+		return k->parse(spec, spec[n] ? spec + n + 1 : "", t);
+	}
+	return tk_seterr(TK_EINVAL, "target '%s': unknown target (expected native, "
+	                 "cpu:key=value,... or vta-sim:preset=NAME,...)", spec);
 }

@@ -1,8 +1,9 @@
 /*
  * feature: the public entry points of feature.h (kind names, versions,
  * lengths, dispatch), the table of kinds they read, and the knob kind. The
- * loop-nest kinds (itervar, curve) live in itervar.c and the schedule
- * sequence kind (tlp) in tlp.c, whose top comments give their exact layout.
+ * loop-nest kinds (itervar, curve) live in itervar.c, the schedule
+ * sequence kind (tlp) in tlp.c and the super-graph kind (graph) in
+ * graph.c, whose top comments give their exact layout.
  *
  * knob (version 2): one group of values per knob of the space, in knob
  * order:
@@ -122,6 +123,11 @@ static int tlp_length(const sp_space *sp)
 	return FEAT_TLP_L * FEAT_TLP_E;
 }
 
+static int graph_length(const sp_space *sp)
+{
+	return FEAT_GRAPH_LEN;
+}
+
 /* One row per kind, in FEAT_* order. extract writes all length(sp) values
  * and sets *valid; a kind that needs_prog is only called with a program. */
 static const struct feat_row {
@@ -130,12 +136,16 @@ static const struct feat_row {
 	int needs_prog;   /* template tasks only */
 	int (*length)(const sp_space *sp);
 	int (*extract)(const sp_space *sp, const sp_config *c, float *out, int *valid);
+	/* whether the kind applies to sp: TK_OK or an error with its message;
+	 * NULL: always */
+	int (*check)(const sp_space *sp);
 } kinds[FEAT_NKIND] = {
 	/* knob and itervar 2: the order knob's third value and its longer nest */
-	{ "knob", 2, 0, knob_length, knob_extract },
-	{ "itervar", 2, 1, itervar_length, feat_itervar },
-	{ "curve", 1, 1, curve_length, feat_curve },
-	{ "tlp", 1, 1, tlp_length, feat_tlp },
+	{ "knob", 2, 0, knob_length, knob_extract, NULL },
+	{ "itervar", 2, 1, itervar_length, feat_itervar, NULL },
+	{ "curve", 1, 1, curve_length, feat_curve, NULL },
+	{ "tlp", 1, 1, tlp_length, feat_tlp, NULL },
+	{ "graph", 1, 1, graph_length, feat_graph, feat_graph_check },
 };
 
 /* ---- entry points -------------------------------------------------------------- */
@@ -178,8 +188,10 @@ int feat_length(int kind, const sp_space *sp, int *n)
 	*n = 0;
 	if (kinds[kind].needs_prog && !sp->prog)
 		return unsupported(kind);
-	*n = kinds[kind].length(sp);
-	return TK_OK;
+	int rc = kinds[kind].check ? kinds[kind].check(sp) : TK_OK;
+	if (!rc)
+		*n = kinds[kind].length(sp);
+	return rc;
 }
 
 int feat_extract(int kind, const sp_space *sp, const sp_config *c, float *out, int *valid)
@@ -188,7 +200,7 @@ int feat_extract(int kind, const sp_space *sp, const sp_config *c, float *out, i
 	assert(kind >= 0 && kind < FEAT_NKIND && sp && c && out);
 	if (kinds[kind].needs_prog && !sp->prog)
 		rc = unsupported(kind);
-	else
+	else if (!(rc = kinds[kind].check ? kinds[kind].check(sp) : TK_OK))
 		rc = kinds[kind].extract(sp, c, out, &ok);
 	if (valid)
 		*valid = rc == TK_OK && ok;

@@ -19,6 +19,12 @@
  *            loops and stage it names as tokens, its numbers), FEAT_TLP_L
  *            rows. Never lowers the configuration. Needs a template task.
  *            The exact row layout is at the top of tlp.c.
+ *   graph    MetaTune's graph of the main loop nest (root, for-loop and
+ *            iteration-variable nodes, their edges) placed in one
+ *            super-graph shared by every operator: node features and an
+ *            edge list, FEAT_GRAPH_LEN values. Needs a template task whose
+ *            operator the super-graph covers. The layout is at the top of
+ *            graph.c.
  *
  * The length of a kind is fixed for a space (records of one task line up),
  * and every kind has a version stored beside the values so changing a
@@ -27,9 +33,11 @@
 #ifndef TK_FEATURE_H
 #define TK_FEATURE_H
 
+#include <stdint.h>
+
 #include "space/space.h"
 
-enum { FEAT_KNOB, FEAT_ITERVAR, FEAT_CURVE, FEAT_TLP, FEAT_NKIND };
+enum { FEAT_KNOB, FEAT_ITERVAR, FEAT_CURVE, FEAT_TLP, FEAT_GRAPH, FEAT_NKIND };
 
 /* The shape of tlp vectors, the same for every task: an L x E matrix
  * flattened row-major (row i at out[i*E .. i*E+E)), row i the i-th
@@ -43,7 +51,23 @@ enum { FEAT_KNOB, FEAT_ITERVAR, FEAT_CURVE, FEAT_TLP, FEAT_NKIND };
 #define FEAT_TLP_L 32
 #define FEAT_TLP_E 25
 
-const char *feat_kind_name(int kind);   /* "knob", "itervar", "curve", "tlp" */
+/* The shape of graph vectors, the same for every task: FEAT_GRAPH_N nodes
+ * of FEAT_GRAPH_F features (node i at out[i*F .. i*F+F)), then
+ * FEAT_GRAPH_EMAX edges as (source, destination) node numbers stored as
+ * floats, unused pairs (0, 0). Models that read graph vectors
+ * (lib/model/meta.c) rely on this contract; graph.c has the meaning of
+ * every node and feature. */
+#define FEAT_GRAPH_LOOPS 33   /* loop slots of the super-graph */
+#define FEAT_GRAPH_N (1 + 2 * FEAT_GRAPH_LOOPS)
+#define FEAT_GRAPH_F 30
+#define FEAT_GRAPH_EMAX 100
+#define FEAT_GRAPH_LEN (FEAT_GRAPH_N * FEAT_GRAPH_F + 2 * FEAT_GRAPH_EMAX)
+/* An identifier of the super-graph template (its axes, slots, operator
+ * mappings and shape): a model trained on graph vectors keeps it and
+ * refuses vectors of another template. */
+uint64_t feat_graph_template(void);
+
+const char *feat_kind_name(int kind);   /* "knob", "itervar", "curve", "tlp", "graph" */
 int feat_kind_parse(const char *name);  /* -1 if unknown */
 int feat_version(int kind);             /* bumped whenever a definition changes */
 /* Floats per position of a kind whose vectors are sequences (tlp:
@@ -52,7 +76,9 @@ int feat_version(int kind);             /* bumped whenever a definition changes 
 int feat_seq_width(int kind);
 
 /* Length of kind's vectors for space sp. TK_EUNSUPP (message set) when the
- * kind needs a program and sp has none (imported spaces). */
+ * kind needs a program and sp has none (imported spaces); TK_EINVAL
+ * (message set) for graph features of a space whose loop nests do not fit
+ * the super-graph. */
 int feat_length(int kind, const sp_space *sp, int *n);
 
 /* Features of configuration c into out[0..feat_length). Returns TK_OK; a

@@ -68,12 +68,14 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/lower.h"
 #include "schedule/sched.h"
 
-#define NEST_MAX 64           /* loops tracked (bits of a uint64_t mask) */
+#define NEST_MAX FEAT_NEST_MAX /* loops tracked (bits of a uint64_t mask) */
 #define SLOT_MAX (1 + TE_MAXREAD)
 
 typedef struct slot {
@@ -317,25 +319,21 @@ static float lg(double x)
 	return (float)log2(1.0 + x);
 }
 
-/* ---- the two kinds ---------------------------------------------------------------- */
+/* ---- the loop context ------------------------------------------------------------ */
 
-int feat_itervar(const sp_space *sp, const sp_config *c, float *out, int *valid)
+int feat_nest_context(const sp_space *sp, const sp_config *c, feat_nestctx *out, int *valid)
 {
 	nest n;
 	ir_func *f;
-	int nloop, nslot, ok;
-	feat_nest_shape(sp, &nloop, &nslot);
-	const int P = FEAT_LOOP_FIXED + FEAT_SLOT_VALUES * nslot;
-	memset(out, 0, sizeof(float) * (size_t)(nloop * P));
+	int ok;
+	out->nloop = out->nslot = 0;
 	int rc = lower_nest(sp, c, &n, &f, &ok);
 	*valid = ok;
 	if (rc || !ok) {
 		ir_func_free(f);
 		return rc;
 	}
-	assert(n.nslot == nslot);
-
-	const int L = n.nloop;
+	const int L = n.nloop, nslot = n.nslot < SLOT_MAX ? n.nslot : SLOT_MAX;
 	double ext[NEST_MAX], top[NEST_MAX], bot[NEST_MAX + 1], cnt[SLOT_MAX][NEST_MAX],
 	       reu[SLOT_MAX][NEST_MAX];
 	for (int l = 0; l < L; l++) {
@@ -356,12 +354,13 @@ int feat_itervar(const sp_space *sp, const sp_config *c, float *out, int *valid)
 				rs *= ext[l];
 		}
 	}
-	for (int i = 0; i < nloop; i++) {
-		int l = i + (L - nloop); /* aligned at the innermost loop */
-		if (l < 0)
-			continue;
-		float *o = out + i * P;
+	out->nloop = L;
+	out->nslot = nslot;
+	for (int l = 0; l < L; l++) {
+		float *o = out->v[l];
 		int ann = n.loop[l]->ann;
+		memset(o, 0, sizeof out->v[l]);
+		snprintf(out->var[l], sizeof out->var[l], "%s", n.loop[l]->var ? n.loop[l]->var : "");
 		o[0] = lg(ext[l]);
 		o[1] = (float)(l + 1);
 		o[2] = lg(top[l]);
@@ -377,6 +376,34 @@ int feat_itervar(const sp_space *sp, const sp_config *c, float *out, int *valid)
 		}
 	}
 	ir_func_free(f);
+	return TK_OK;
+}
+
+/* ---- the two kinds ---------------------------------------------------------------- */
+
+int feat_itervar(const sp_space *sp, const sp_config *c, float *out, int *valid)
+{
+	feat_nestctx *x = malloc(sizeof *x);
+	int nloop, nslot, ok;
+	feat_nest_shape(sp, &nloop, &nslot);
+	const int P = FEAT_LOOP_FIXED + FEAT_SLOT_VALUES * nslot;
+	memset(out, 0, sizeof(float) * (size_t)(nloop * P));
+	*valid = 0;
+	if (!x)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	int rc = feat_nest_context(sp, c, x, &ok);
+	*valid = ok;
+	if (rc || !ok) {
+		free(x);
+		return rc;
+	}
+	assert(x->nslot == nslot);
+	for (int i = 0; i < nloop; i++) {
+		int l = i + (x->nloop - nloop); /* aligned at the innermost loop */
+		if (l >= 0)
+			memcpy(out + i * P, x->v[l], sizeof(float) * (size_t)P);
+	}
+	free(x);
 	return TK_OK;
 }
 

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* getloadavg */
 #include "measure.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +31,40 @@ int ms_task_open(const char *task, uint64_t seed, ms_task **out)
 	return TK_OK;
 }
 
+int ms_task_open_target(const char *task, const tk_target *tg, uint64_t seed, ms_task **out)
+{
+	int rc;
+	if (!tg || tg->kind == TK_TARGET_CPU)
+		return ms_task_open(task, seed, out);
+	assert(tg->kind == TK_TARGET_VTA_SIM);
+	*out = NULL;
+	ms_task *t = calloc(1, sizeof *t);
+	if (!t || !(t->vta = calloc(1, sizeof *t->vta))) {
+		free(t);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	t->seed = seed;
+	t->vta->hw = tg->vta;
+	if ((rc = te_task_parse(task, &t->prog)) ||
+	    (rc = vta_shape_from_prog(t->prog, &t->vta->hw, &t->vta->shape)) ||
+	    (rc = vta_space_create(&t->vta->shape, &t->space))) {
+		ms_task_free(t);
+		return rc;
+	}
+	*out = t;
+	return TK_OK;
+}
+
 void ms_task_free(ms_task *t)
 {
 	if (!t)
 		return;
+	if (t->vta) {
+		free(t->vta->inp);
+		free(t->vta->wgt);
+		free(t->vta->expect);
+		free(t->vta);
+	}
 	if (t->in)
 		for (int i = 0; i < t->prog->ninput; i++)
 			free(t->in[i]);
@@ -131,9 +162,191 @@ static void progress(const ms_opts *o, const char *phase, int done, int total)
 		o->progress(o->ctx, phase, done, total);
 }
 
+/* ---- on a simulated accelerator --------------------------------------------- */
+
+/* The inputs, the reference (from the cache in cache_dir when it holds it)
+ * and the expected output of a vta-sim task. */
+static int vta_prepare(ms_task *t, const char *cache_dir)
+{
+	const te_prog *p = t->prog;
+	ms_vta *v = t->vta;
+	size_t n = (size_t)p->tensor[p->output].size;
+	float *in[2] = { NULL, NULL };
+	size_t in_n[2] = { 0, 0 };
+	double *ref = malloc(n * sizeof *ref), *refabs = malloc(n * sizeof *refabs);
+	int rc = TK_OK;
+	assert(p->ninput == 2);
+	v->expect = malloc(n);
+	for (int i = 0; i < 2; i++) {
+		in_n[i] = (size_t)p->tensor[p->input[i]].size;
+		in[i] = malloc(in_n[i] * sizeof(float));
+	}
+	if (!ref || !refabs || !v->expect || !in[0] || !in[1]) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory for the inputs of %s", p->key);
+		goto done;
+	}
+	vta_random_inputs(p, &v->hw, t->seed, in);
+	const char *dir = cache_dir ? cache_dir : build_default_cache();
+	char key[SHA256_HEX];
+	int found = 0, usable = build_ref_prepare(dir) == TK_OK;
+	build_ref_key(p->key, 2, (const float *const *)in, in_n, key);
+	if (usable)
+		build_ref_load(dir, key, n, ref, refabs, &found);
+	if (!found) {
+		if ((rc = ref_compute(p, (const float *const *)in, ref, refabs)))
+			goto done;
+		if (usable)
+			build_ref_store(dir, key, n, ref, refabs); /* a failure: a miss next time */
+	}
+	t->ref_cached = found;
+	vta_expect(&v->shape, ref, v->expect);
+	if ((rc = vta_pack(&v->hw, &v->shape, (const float *const *)in, &v->inp, &v->ninp, &v->wgt,
+	                   &v->nwgt)))
+		goto done;
+	t->ready = 1;
+done:
+	free(in[0]);
+	free(in[1]);
+	free(ref);
+	free(refabs);
+	return rc;
+}
+
+/* What the simulator's child sends back. */
+typedef struct vta_outcome {
+	vta_result res;
+	int64_t nbad;       /* wrong output elements, -1 if not checked */
+	int oom;
+	char msg[128];      /* the first wrong element */
+} vta_outcome;
+
+typedef struct vta_job {
+	const ms_vta *v;
+	const vta_prog *prog;
+} vta_job;
+
+static void vta_child(void *ctx, void *buf, size_t size)
+{
+	const vta_job *j = ctx;
+	vta_outcome *o = buf;
+	assert(size == sizeof *o);
+	size_t nout = vta_out_bytes(&j->v->hw, &j->v->shape);
+	int8_t *out = malloc(nout ? nout : 1);
+	o->nbad = -1;
+	/* filled by the STOREs: one that is missing shows as wrong */
+	if (out)
+		memset(out, 0x5a, nout);
+	if (!out || vta_run(&j->v->hw, &j->v->shape, j->prog, j->v->inp, j->v->wgt, out, &o->res)) {
+		o->oom = 1;
+		free(out);
+		return;
+	}
+	if (o->res.status == VTA_OK || o->res.status == VTA_HAZARD)
+		o->nbad = vta_check(&j->v->hw, &j->v->shape, out, j->v->expect, o->msg, sizeof o->msg);
+	free(out);
+}
+
+/* One configuration on the accelerator: lower, then simulate in a child. */
+static int vta_measure_one(ms_task *t, const ms_opts *o, const sp_config *c, ms_result *r)
+{
+	ms_vta *v = t->vta;
+	vta_sched sc;
+	vta_prog *prog = NULL;
+	int status, rc;
+	char msg[256];
+	tk_sb sb;
+
+	r->idx = (int64_t)sp_index(t->space, c);
+	vta_sched_from_config(t->space, c, &sc);
+	tk_sb_init(&sb);
+	sp_format(&sb, t->space, c);
+	r->config = tk_sb_take(&sb);
+	vta_sched_format(&sb, &sc);
+	r->sched = tk_sb_take(&sb);
+	if (!r->config || !r->sched)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	double t0 = tk_now();
+	if ((rc = vta_lower(&v->hw, &v->shape, &sc, 0, &prog, NULL, &status, msg, sizeof msg)))
+		return rc;
+	double t1 = tk_now();
+	t->time.codegen_s += t1 - t0;
+	if (status) {
+		r->error = vta_status_meas(status);
+		snprintf(r->msg, sizeof r->msg, "%s", msg);
+		return TK_OK;
+	}
+	if (!t->ready && (rc = vta_prepare(t, o->cache_dir))) {
+		vta_prog_free(prog);
+		return rc;
+	}
+	double t2 = tk_now();
+	t->time.ref_s += t2 - t1;
+	vta_job job = { v, prog };
+	vta_outcome out;
+	int error;
+	memset(&out, 0, sizeof out);
+	rc = run_call(vta_child, &job, &out, sizeof out, o->run.timeout_s, 1, &error, msg,
+	              sizeof msg);
+	vta_prog_free(prog);
+	t->time.run_s += tk_now() - t1;
+	if (rc)
+		return rc;
+	int64_t nout = v->shape.n * v->shape.k * v->shape.oh * v->shape.ow;
+	if (error != MEAS_OK) {
+		r->error = error;
+		snprintf(r->msg, sizeof r->msg, "%s%.200s", error == MEAS_RUN_TIMEOUT ? "timeout: " : "",
+		         msg);
+	} else if (out.oom) {
+		r->error = MEAS_RUNTIME_CRASH;
+		snprintf(r->msg, sizeof r->msg, "runtime crash: the simulator ran out of memory");
+	} else if (out.res.status != VTA_OK) {
+		r->error = vta_status_meas(out.res.status);
+		if (out.nbad > 0)
+			snprintf(r->msg, sizeof r->msg, "%.180s; %lld of %lld outputs wrong", out.res.msg,
+			         (long long)out.nbad, (long long)nout);
+		else
+			snprintf(r->msg, sizeof r->msg, "%s", out.res.msg);
+	} else if (out.nbad != 0) {
+		r->error = MEAS_WRONG_ANSWER;
+		snprintf(r->msg, sizeof r->msg, "wrong-answer: %s; %lld of %lld outputs wrong", out.msg,
+		         (long long)out.nbad, (long long)nout);
+	} else {
+		double s = vta_seconds(&v->hw, out.res.cycles);
+		r->error = MEAS_OK;
+		r->run.error = MEAS_OK;
+		r->run.number = 1;
+		r->run.nrepeat = 1;
+		r->run.times[0] = r->run.mean = r->run.median = s;
+	}
+	r->run.error = r->error;
+	return TK_OK;
+}
+
+/* A batch on the accelerator: no build, no measurement lock (nothing is
+ * timed on this machine). */
+static int vta_measure(ms_task *t, const ms_opts *o, const sp_config *cfg, int n, ms_result *out)
+{
+	int rc = TK_OK;
+	progress(o, "build", n, n);
+	for (int i = 0; i < n && !rc; i++) {
+		progress(o, "run", i, n);
+		rc = vta_measure_one(t, o, &cfg[i], &out[i]);
+	}
+	progress(o, "run", n, n);
+	if (rc)
+		ms_results_free(out, n);
+	return rc;
+}
+
 int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *cfg,
                int n, ms_result *out)
 {
+	if (t->vta) {
+		assert(tg->kind == TK_TARGET_VTA_SIM);
+		memset(out, 0, sizeof *out * (size_t)n);
+		return vta_measure(t, o, cfg, n, out);
+	}
+	assert(tg->kind == TK_TARGET_CPU);
 	int rc = TK_OK;
 	memset(out, 0, sizeof *out * (size_t)n);
 	if (n == 0)

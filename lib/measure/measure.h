@@ -7,6 +7,12 @@
  *
  * This is the one place the pipeline task -> space -> schedule -> code ->
  * measurement comes together; callers (tune, measure) store the results.
+ *
+ * On a simulated accelerator (a vta-sim target, lib/vta) the same calls
+ * take the accelerator's space; a batch is lowered to VTA programs (the
+ * device compiler's rejections are records at once) and each program runs
+ * in the simulator in a child process, its output checked against the
+ * reference and its latency the simulated cycles at the board's clock.
  */
 #ifndef TK_MEASURE_H
 #define TK_MEASURE_H
@@ -18,6 +24,7 @@
 #include "base/target.h"
 #include "space/space.h"
 #include "task/te.h"
+#include "vta/vta.h"
 
 /* Wall seconds of ms_measure's phases and what its builds did. */
 typedef struct ms_time {
@@ -31,8 +38,18 @@ typedef struct ms_time {
 	int64_t cached;    /* kernels found in the build cache */
 } ms_time;
 
+/* A task on a vta-sim target: its workload and data. */
+typedef struct ms_vta {
+	vta_hw hw;
+	vta_shape shape;
+	int8_t *inp, *wgt; /* packed inputs (owned), once ready */
+	size_t ninp, nwgt;
+	int8_t *expect;    /* the expected output, operator layout (owned) */
+} ms_vta;
+
 typedef struct ms_task {
 	te_prog *prog;     /* owned */
+	ms_vta *vta;       /* owned; NULL unless opened for a vta-sim target */
 	sp_space *space;   /* owned */
 	uint64_t seed;     /* of the random inputs */
 	int ready;         /* inputs and reference computed */
@@ -48,6 +65,11 @@ typedef struct ms_task {
  * on first measurement, from PCG32 seeded with seed. TK_EINVAL for a
  * malformed task. Free with ms_task_free(). */
 int ms_task_open(const char *task, uint64_t seed, ms_task **out);
+/* ms_task_open for target tg: a CPU target (or tg NULL) as ms_task_open; a
+ * vta-sim target the accelerator's space (vta_space_create), and TK_EUNSUPP
+ * for an operator it cannot run. The task is then measured on targets of
+ * the same kind only. */
+int ms_task_open_target(const char *task, const tk_target *tg, uint64_t seed, ms_task **out);
 void ms_task_free(ms_task *t);
 
 /* Progress of a batch: phase "build" or "run", done of total. */
@@ -92,8 +114,11 @@ typedef struct ms_result {
 	                           results carry the simulated time */
 } ms_result;
 
-/* Measure n configurations of t on target tg. out[] receives one result per
- * configuration, in order; free them with ms_results_free(). Returns TK_OK
+/* Measure n configurations of t on target tg (of the kind t was opened for).
+ * out[] receives one result per configuration, in order; free them with
+ * ms_results_free(). On vta-sim a result has one repeat, the simulated
+ * latency, and its message starts with the failure's tag (vta_status_name).
+ * Returns TK_OK
  * when every configuration has a result (valid or not), TK_ENOMEM, TK_EIO
  * (cache, lock or processes unusable), TK_EINTR (o->wait stopped the wait
  * for the lock) otherwise. */

@@ -341,8 +341,11 @@ static void write_all(int fd, const void *p, size_t n)
 	}
 }
 
-static void child_main(int wfd, pid_t parent, const build_job *obj, const tk_target *t,
-                       const run_io *io, const run_opts *o)
+/* The setup of every measuring child: its own process group (so a timeout
+ * kills what it started), killed with its parent, no core dumps, a CPU time
+ * limit as a backstop, and stdin and stdout on /dev/null so that nothing it
+ * prints garbles the caller's output. */
+static void child_setup(pid_t parent, double timeout_s, int threads)
 {
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -352,34 +355,42 @@ static void child_main(int wfd, pid_t parent, const build_job *obj, const tk_tar
 	setrlimit(RLIMIT_CORE, &lim);
 	/* Backstop if the parent is gone without killing us: CPU time. */
 	getrlimit(RLIMIT_CPU, &lim);
-	rlim_t cpu = (rlim_t)ceil(o->timeout_s * (t->threads > 1 ? t->threads : 1)) + 5;
+	rlim_t cpu = (rlim_t)ceil(timeout_s * (threads > 1 ? threads : 1)) + 5;
 	if (lim.rlim_max == RLIM_INFINITY || cpu < lim.rlim_max) {
 		lim.rlim_cur = lim.rlim_max = cpu;
 		setrlimit(RLIMIT_CPU, &lim);
 	}
-	/* A kernel that prints must not garble the caller's stdout. */
 	int null = open("/dev/null", O_RDWR);
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
 		close(null);
 	}
-	if (t->threads == 1)
+}
+
+/* What run_kernel's child does: pin, set the OpenMP threads, measure. */
+typedef struct kernel_job {
+	const build_job *obj;
+	const tk_target *t;
+	const run_io *io;
+	const run_opts *o;
+} kernel_job;
+
+static void kernel_child(void *ctx, void *buf, size_t size)
+{
+	const kernel_job *k = ctx;
+	assert(size == sizeof(run_result));
+	if (k->t->threads == 1)
 		pin_last_cpu();
 	char n[16];
-	snprintf(n, sizeof n, "%d", t->threads);
+	snprintf(n, sizeof n, "%d", k->t->threads);
 	setenv("OMP_NUM_THREADS", n, 1);
 	/* libgomp reads OMP_NUM_THREADS once, when it is loaded: where this
 	 * process has it already (libxgboost links it), set the count itself. */
 	void (*omp_set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
 	if (omp_set)
-		omp_set(t->threads);
-
-	run_result r;
-	memset(&r, 0, sizeof r);
-	child_measure(obj, io, o, &r);
-	write_all(wfd, &r, sizeof r);
-	_exit(0);
+		omp_set(k->t->threads);
+	child_measure(k->obj, k->io, k->o, buf);
 }
 
 /* ---- parent --------------------------------------------------------- */
@@ -426,17 +437,12 @@ static void compute_stats(run_result *r)
 	r->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
-               const run_opts *o, run_result *r)
+int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_s,
+             int threads, int *error, char *msg, size_t nmsg)
 {
-	assert(obj && t && io && o && r);
-	assert(o->repeat >= 1 && o->repeat <= RUN_MAXREPEAT && o->number >= 0);
-	assert(!o->adaptive || (o->microbatch >= 1 && o->cv >= 0));
-	assert(o->timeout_s > 0 && o->warmup >= 0);
-	assert(io->out_n > 0 && io->ref && io->refabs && io->nin >= 0);
-	assert(t->threads >= 1);
-
-	memset(r, 0, sizeof *r);
+	assert(fn && buf && size > 0 && timeout_s > 0 && error && msg && nmsg > 0);
+	*error = MEAS_UNKNOWN;
+	msg[0] = 0;
 	int fd[2];
 	if (pipe2(fd, O_CLOEXEC) < 0)
 		return tk_seterr(TK_EIO, "cannot start a measurement: pipe: %s", strerror(errno));
@@ -451,19 +457,21 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 	}
 	if (pid == 0) {
 		close(fd[0]);
-		child_main(fd[1], self, obj, t, io, o);
+		child_setup(self, timeout_s, threads);
+		memset(buf, 0, size);
+		fn(ctx, buf, size);
+		write_all(fd[1], buf, size);
+		_exit(0);
 	}
 	setpgid(pid, pid);
 	close(fd[1]);
 
 	/* Read the result until it is complete, the child closes the pipe (it
 	 * died), or the deadline passes. */
-	run_result got;
-	memset(&got, 0, sizeof got);
 	size_t nread = 0;
 	int timed_out = 0;
-	double deadline = tk_now() + o->timeout_s;
-	while (nread < sizeof got) {
+	double deadline = tk_now() + timeout_s;
+	while (nread < size) {
 		double left = deadline - tk_now();
 		if (left <= 0) {
 			timed_out = 1;
@@ -475,7 +483,7 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 			break;
 		if (k <= 0)
 			continue;
-		ssize_t m = read(fd[0], (char *)&got + nread, sizeof got - nread);
+		ssize_t m = read(fd[0], (char *)buf + nread, size - nread);
 		if (m < 0 && errno == EINTR)
 			continue;
 		if (m <= 0)
@@ -493,35 +501,59 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 		;
 
 	if (timed_out) {
-		r->error = MEAS_RUN_TIMEOUT;
-		snprintf(r->msg, sizeof r->msg, "run timeout after %g s", o->timeout_s);
-	} else if (nread == sizeof got) {
+		*error = MEAS_RUN_TIMEOUT;
+		snprintf(msg, nmsg, "run timeout after %g s", timeout_s);
+	} else if (nread == size) {
 		/* The child reported; its exit status adds nothing (under valgrind it
 		 * may be the leak checker's). */
+		*error = MEAS_OK;
+	} else {
+		*error = MEAS_RUNTIME_CRASH;
+		if (w != pid) {
+			snprintf(msg, nmsg, "runtime crash: child status lost (%s)", strerror(errno));
+		} else if (WIFSIGNALED(st)) {
+			const char *name = signal_name(WTERMSIG(st));
+			if (name)
+				snprintf(msg, nmsg, "runtime crash: killed by signal %s (%s)", name,
+				         strsignal(WTERMSIG(st)));
+			else
+				snprintf(msg, nmsg, "runtime crash: killed by signal %d", WTERMSIG(st));
+		} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+			snprintf(msg, nmsg, "runtime crash: exited with status %d", WEXITSTATUS(st));
+		} else {
+			snprintf(msg, nmsg, "runtime crash: exited without a result (%zu of %zu bytes)",
+			         nread, size);
+		}
+	}
+	return TK_OK;
+}
+
+int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
+               const run_opts *o, run_result *r)
+{
+	assert(obj && t && io && o && r);
+	assert(o->repeat >= 1 && o->repeat <= RUN_MAXREPEAT && o->number >= 0);
+	assert(!o->adaptive || (o->microbatch >= 1 && o->cv >= 0));
+	assert(o->timeout_s > 0 && o->warmup >= 0);
+	assert(io->out_n > 0 && io->ref && io->refabs && io->nin >= 0);
+	assert(t->threads >= 1);
+
+	kernel_job k = { obj, t, io, o };
+	run_result got;
+	char msg[sizeof r->msg];
+	int error, rc;
+	memset(r, 0, sizeof *r);
+	if ((rc = run_call(kernel_child, &k, &got, sizeof got, o->timeout_s, t->threads, &error,
+	                   msg, sizeof msg)))
+		return rc;
+	if (error == MEAS_OK) {
 		*r = got;
 		r->msg[sizeof r->msg - 1] = 0;
 		if (r->nrepeat < 0 || r->nrepeat > RUN_MAXREPEAT)
 			r->nrepeat = 0;
 	} else {
-		r->error = MEAS_RUNTIME_CRASH;
-		if (w != pid) {
-			snprintf(r->msg, sizeof r->msg, "runtime crash: child status lost (%s)",
-			         strerror(errno));
-		} else if (WIFSIGNALED(st)) {
-			const char *name = signal_name(WTERMSIG(st));
-			if (name)
-				snprintf(r->msg, sizeof r->msg, "runtime crash: killed by signal %s (%s)",
-				         name, strsignal(WTERMSIG(st)));
-			else
-				snprintf(r->msg, sizeof r->msg, "runtime crash: killed by signal %d",
-				         WTERMSIG(st));
-		} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-			snprintf(r->msg, sizeof r->msg, "runtime crash: exited with status %d",
-			         WEXITSTATUS(st));
-		} else {
-			snprintf(r->msg, sizeof r->msg, "runtime crash: exited without a result "
-			         "(%zu of %zu bytes)", nread, sizeof got);
-		}
+		r->error = error;
+		snprintf(r->msg, sizeof r->msg, "%s", msg);
 	}
 	compute_stats(r);
 	return TK_OK;

@@ -100,6 +100,22 @@ typedef struct run_result {
 int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
                const run_opts *o, run_result *r);
 
+/* A function run_call runs in the child: it leaves its result, size bytes,
+ * in buf (zeroed before the call). */
+typedef void (*run_child_fn)(void *ctx, void *buf, size_t size);
+
+/* Call fn(ctx, buf, size) in a forked child process (its own process group,
+ * killed with its caller, no core dumps, standard input and output on
+ * /dev/null, CPU time limited to about timeout_s per thread) and copy back
+ * the size bytes it leaves in buf. The child sees the caller's memory as it
+ * was at the call (fork's copy) and never returns into the caller. Returns
+ * TK_OK with *error MEAS_OK (buf holds the child's result), MEAS_RUN_TIMEOUT
+ * (killed after timeout_s seconds) or MEAS_RUNTIME_CRASH (it died; msg says
+ * how); TK_EIO when no child could be started. run_kernel is run_call with
+ * a child that loads, checks and times a kernel. */
+int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_s, int threads,
+             int *error, char *msg, size_t nmsg);
+
 /* ---- the measurement lock --------------------------------------------- */
 
 typedef struct run_lock run_lock;

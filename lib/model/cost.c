@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp;
+extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp, cm_meta;
 
 /* The model-free choice: no operations. */
 static const cm_kind cm_none = {
@@ -18,7 +18,7 @@ static const cm_kind cm_none = {
 	.summary = "no model: sa anneals on the measured throughput itself",
 };
 
-const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_none };
+const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_meta, &cm_none };
 const int cm_nkinds = ArraySize(cm_kinds);
 
 struct cm_model {
@@ -199,6 +199,29 @@ int cm_read(const char *path, mf_meta *meta, cm_model **out)
 const cm_kind *cm_kind_of(const cm_model *m)
 {
 	return m->kind;
+}
+
+int cm_clone(cm_model *m, cm_model **out)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int rc = cm_save(m, &buf, &len);
+	*out = NULL;
+	if (!rc)
+		rc = cm_load(m->kind, buf, len, out);
+	free(buf);
+	return rc;
+}
+
+void *cm_state(const cm_model *m, const cm_kind *k)
+{
+	return m && m->kind == k ? m->state : NULL;
+}
+
+int cm_wrap(const cm_kind *k, void *state, cm_model **out)
+{
+	*out = NULL;
+	return wrap(k, state, out);
 }
 
 void cm_free(cm_model *m)

@@ -29,6 +29,12 @@ enum {
 	CM_TRANSFER = 1 << 1,    /* fits and predicts on top of base margins */
 	CM_RANK = 1 << 2,        /* can fit the pairwise ranking objective */
 	CM_MULTIHEAD = 1 << 3,   /* learns from rows of several heads (cm_data.head) */
+	CM_EI = 1 << 4,          /* the tuner scores by the expected improvement of
+	                            its mean and deviation (AdaTune); needs
+	                            CM_UNCERTAINTY */
+	CM_FINETUNE = 1 << 5,    /* a trained model is a starting point: the tuner
+	                            gives each task its own copy of a model file
+	                            and updates it on the task's records */
 };
 
 typedef struct cm_params {
@@ -164,6 +170,15 @@ int cm_load(const cm_kind *k, const void *buf, size_t len, cm_model **out);
 /* "kind" and the kind's own keys into meta. */
 int cm_describe(cm_model *m, mf_meta *meta);
 const cm_kind *cm_kind_of(const cm_model *m);
+/* A copy of m (through its save and load operations) into *out; on error
+ * *out is NULL. */
+int cm_clone(cm_model *m, cm_model **out);
+/* For a kind's own operations beyond the table (meta's meta-training,
+ * model/meta.h): the state of m if m is of kind k, else NULL; and a new
+ * model of kind k around state, which it then owns (on error the state is
+ * freed with k->free and *out is NULL). */
+void *cm_state(const cm_model *m, const cm_kind *k);
+int cm_wrap(const cm_kind *k, void *state, cm_model **out);
 /* Read the model file at path (tunekit train writes it) into meta and a
  * model of the kind it names. TK_EIO if it cannot be read, TK_ECORRUPT
  * (naming path) if it is not a model file, names no kind of the table or

@@ -13,6 +13,12 @@ void rec_target_hw(const tk_target *t, store_hw *hw)
 		.key = t->key, .kind = "cpu", .cpu = t->cpu, .isa = t->isa,
 		.cc = t->cc_version, .spec = t->spec, .threads = t->threads,
 	};
+	if (t->flags & TK_TARGET_SIMULATED) {
+		/* a simulator: no compiler, no threads of this machine */
+		h.kind = "simulated";
+		h.cc = NULL;
+		h.threads = 0;
+	}
 	*hw = h;
 }
 

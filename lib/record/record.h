@@ -21,7 +21,8 @@ typedef struct rec_session {
 	int trial;         /* trial number of the next record */
 } rec_session;
 
-/* The hardware row of a CPU target (strings point into t). */
+/* The hardware row of a target (strings point into t): kind "cpu", or
+ * "simulated" for a simulated accelerator (no compiler, no threads). */
 void rec_target_hw(const tk_target *t, store_hw *hw);
 /* Register hardware hw and begin a run. replay is the dataset path of a
  * replayed run, or NULL. */

@@ -174,6 +174,26 @@ int rp_models(tk_store *s, rp_model_cb cb, void *ctx);
  * modified in place: a writable copy of the text). Missing keys are NULL. */
 void rp_model_meta_parse(char *buf, const char **aVal);
 
+/* ---- loss curves of training runs ------------------------------------------ */
+
+/* The loss curve of a run of `tunekit pretrain-meta`, from its run log: one
+ * point per epoch of the supervised pre-training (its mean training loss)
+ * and per MAML meta-step (the mean query loss after adapting, and before),
+ * pre-training first, each in step order. before is NaN where not logged. */
+enum { RP_LOSS_PRETRAIN, RP_LOSS_MAML };
+typedef struct rp_loss_pt {
+	int phase, step;
+	double loss, before;
+} rp_loss_pt;
+typedef struct rp_loss {
+	int n;
+	rp_loss_pt *pt;
+} rp_loss;
+/* Read run's curve into *out (empty for a run that logged none); free it
+ * with rp_loss_free. Store errors as store.h. */
+int rp_loss_load(tk_store *s, int64_t run, rp_loss *out);
+void rp_loss_free(rp_loss *l);
+
 /* ---- SVG charts ---------------------------------------------------------- */
 
 /* One line of a chart: points (x[i], y[i]), i < n, in increasing x. With

@@ -95,6 +95,15 @@ int sr_sa_steps(const sr_sa *sa);
 int sr_diverse(const sp_space *sp, const sp_config *cand, const float *score, int n, int k,
                double knob_weight, int *pick);
 
+/* Batch selection by local penalisation (bo.c): pick k of the n
+ * candidates greedily, each time the one whose acquisition acq[] (shifted
+ * so that the worst weighs half the best) times 1 - exp(-(h/2)^2) for every
+ * one picked before, h
+ * the knobs on which the two differ, is highest. pick[] receives k indices
+ * into cand (k <= n). TK_ENOMEM or TK_OK. */
+int sr_local_penalise(const sp_space *sp, const sp_config *cand, const float *acq, int n, int k,
+                      int *pick);
+
 /* ---- the searches ---------------------------------------------------------- */
 
 /* A uniformly random configuration not in visited into *c; 0 if none was
@@ -108,6 +117,10 @@ enum {
 	                                  the model's mean deviation after each fit */
 };
 
+/* The mean and deviation of the model's prediction for n configurations
+ * (a model with uncertainty), into mu[n] and sd[n]. */
+typedef int (*sr_dist_fn)(void *ctx, const sp_config *c, int n, float *mu, float *sd);
+
 /* What a search sees of the task it proposes for. */
 typedef struct sr_env {
 	const sp_space *space;
@@ -116,6 +129,10 @@ typedef struct sr_env {
 	int chains;            /* model-free annealing: chains (the batch size) */
 	double temp;           /* model-free annealing: temperature in (0, 1] */
 	double best;           /* best throughput measured so far (0: none) */
+	sr_dist_fn dist;       /* the model's mean and deviation, NULL for a
+	                          model without uncertainty */
+	void *dist_ctx;
+	double kappa;          /* bo: the deviation's weight in the UCB */
 } sr_env;
 
 typedef struct sr_kind {

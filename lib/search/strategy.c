@@ -1,9 +1,10 @@
 /*
  * strategy: the searches of the tuner as rows of sr_kinds[] (see
  * search.h): random, grid, sa (simulated annealing on a model's scores;
- * without a model, annealing chains whose steps are measured) and csa
+ * without a model, annealing chains whose steps are measured), csa
  * (AdaTune's contextual simulated annealing: sa on a model with
- * uncertainty, the random share of each plan set from its deviation).
+ * uncertainty, the random share of each plan set from its deviation) and
+ * bo (batch Bayesian optimisation, its own file bo.c).
  */
 #include "search.h"
 
@@ -196,7 +197,10 @@ static const sr_kind sr_grid_kind = {
 	.free_state = free,
 };
 
-const sr_kind *const sr_kinds[] = { &sr_sa_kind, &sr_csa_kind, &sr_random_kind, &sr_grid_kind };
+extern const sr_kind sr_bo_kind; /* bo.c */
+
+const sr_kind *const sr_kinds[] = { &sr_sa_kind, &sr_csa_kind, &sr_bo_kind, &sr_random_kind,
+                                    &sr_grid_kind };
 const int sr_nkinds = ArraySize(sr_kinds);
 
 const sr_kind *sr_find(const char *name)

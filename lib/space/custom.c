@@ -217,6 +217,56 @@ int sp_space_custom(int nknob, const char *const *name, const int *nval,
 	return TK_OK;
 }
 
+int sp_space_knobs(int nknob, const sp_knob *knob, sp_space **out)
+{
+	sp_space *s;
+
+	assert(out);
+	*out = NULL;
+	if (nknob < 1 || nknob > SP_MAXKNOB)
+		return tk_seterr(TK_EINVAL, "a space needs 1 to %d knobs, not %d", SP_MAXKNOB, nknob);
+	assert(knob);
+	for (int k = 0; k < nknob; k++)
+		if (knob[k].n < 1 || (knob[k].kind == KNOB_SPLIT && knob[k].nlevel < 1))
+			return tk_seterr(TK_EINVAL, "knob '%s' has no candidates", knob[k].name);
+	if (!(s = calloc(1, sizeof *s)))
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	tk_arena_init(&s->arena);
+	if (setjmp(s->arena.oom)) {
+		sp_space_free(s);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	s->prog = NULL;
+	s->main_stage = -1;
+	s->panel_read = -1;
+	s->nknob = nknob;
+	s->size = 1;
+	for (int k = 0; k < nknob; k++) {
+		const sp_knob *src = &knob[k];
+		sp_knob *kn = &s->knob[k];
+		size_t ncand = (size_t)src->n * (size_t)(src->kind == KNOB_SPLIT ? src->nlevel : 1);
+		*kn = *src;
+		kn->name = tk_arena_strdup(&s->arena, src->name);
+		kn->role = KR_CUSTOM;
+		kn->axis = kn->read = -1;
+		kn->cand = tk_arena_alloc(&s->arena, sizeof(int64_t) * ncand);
+		memcpy(kn->cand, src->cand, sizeof(int64_t) * ncand);
+		kn->label = NULL;
+		if (src->kind == KNOB_ENUM && src->label) {
+			kn->label = tk_arena_alloc(&s->arena, sizeof(char *) * (size_t)src->n);
+			for (int v = 0; v < src->n; v++)
+				kn->label[v] = tk_arena_strdup(&s->arena, src->label[v]);
+		}
+		if (s->size > (UINT64_MAX >> 1) / (uint64_t)kn->n) {
+			sp_space_free(s);
+			return tk_seterr(TK_EUNSUPP, "search space larger than 2^63");
+		}
+		s->size *= (uint64_t)kn->n;
+	}
+	*out = s;
+	return TK_OK;
+}
+
 char *sp_space_to_json(const sp_space *s)
 {
 	json_t *root = json_object(), *knobs = json_array();

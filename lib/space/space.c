@@ -360,6 +360,13 @@ static int find_value(const sp_space *s, int k, const char *val)
 	return -1;
 }
 
+/* What a space belongs to, for messages: its task, or for a space without a
+ * program (imported, an accelerator's) "this space". */
+static const char *space_name(const sp_space *s)
+{
+	return s->prog ? s->prog->key : "this space";
+}
+
 int sp_parse(const sp_space *s, const char *text, sp_config *c)
 {
 	int seen[SP_MAXKNOB] = { 0 };
@@ -381,13 +388,13 @@ int sp_parse(const sp_space *s, const char *text, sp_config *c)
 		*eq = 0;
 		int k = sp_knob_find(s, item);
 		if (k < 0)
-			return tk_seterr(TK_EINVAL, "unknown knob '%s' for %s", item, s->prog->key);
+			return tk_seterr(TK_EINVAL, "unknown knob '%s' for %s", item, space_name(s));
 		if (seen[k]++)
 			return tk_seterr(TK_EINVAL, "knob '%s' given twice", item);
 		int v = find_value(s, k, eq + 1);
 		if (v < 0)
 			return tk_seterr(TK_EINVAL, "'%s=%s' is not a candidate of %s", item, eq + 1,
-			                 s->prog->key);
+			                 space_name(s));
 		c->v[k] = v;
 		p += n;
 		if (*p == ';' && !*++p)

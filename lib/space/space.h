@@ -169,6 +169,14 @@ enum { KR_CUSTOM = 100 };
  * TK_EINVAL for duplicate names or values, empty lists, too many knobs. */
 int sp_space_custom(int nknob, const char *const *name, const int *nval,
                     const char *const *const *val, sp_space **out);
+/* A space of the knobs knob[0..nknob) and no program (prog NULL, main_stage
+ * -1), for a target whose configurations are not loop nests (lib/vta).
+ * Each description gives name, kind, n and cand (KNOB_SPLIT: nlevel and
+ * n*nlevel factors, outermost first; KNOB_ENUM: n values, label optional);
+ * they are copied, and every knob gets role KR_CUSTOM. Configuration text,
+ * index, sampling and knob features work as for any space. TK_EINVAL for
+ * no knob or too many, a knob without candidates; TK_ENOMEM. */
+int sp_space_knobs(int nknob, const sp_knob *knob, sp_space **out);
 /* The JSON form stored in task.space: {"knobs": [{"name": ..., "values":
  * [...]}, ...]} (values as JSON numbers when numeric). Caller frees. */
 char *sp_space_to_json(const sp_space *s);

@@ -950,7 +950,7 @@ int store_meas_times(tk_store *s, int64_t id, double **times, int *n)
 	"m.id, m.config_id, c.task_id, m.hardware_id, m.run_id, m.trial, m.valid," \
 	" m.error, t.key AS task_key, c.text, c.sched, h.key AS hw_key, m.message," \
 	" c.idx, t.flops, m.mean, m.std, m.median, m.compile_s, m.at, m.number," \
-	" m.nrepeat, m.load"
+	" m.nrepeat, m.load, h.kind AS hw_kind"
 #define REC_FROM \
 	" FROM measurement m JOIN config c ON c.id = m.config_id" \
 	" JOIN task t ON t.id = c.task_id JOIN hardware h ON h.id = m.hardware_id"
@@ -997,6 +997,7 @@ static void rec_read(sqlite3_stmt *st, store_rec *r)
 	r->number = (int)col_int(st, 20, 0);
 	r->nrepeat = (int)col_int(st, 21, 0);
 	r->load = col_real(st, 22, -1);
+	r->hw_kind = (const char *)sqlite3_column_text(st, 23);
 }
 
 /* Step a REC_COLUMNS query, calling cb per row, and finalize st. Returns

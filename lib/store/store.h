@@ -42,7 +42,7 @@ int store_rollback(tk_store *s);
 /* Get-or-create rows. Strings are copied; the caller keeps ownership. */
 typedef struct store_hw {
 	const char *key;  /* identity, unique */
-	const char *kind; /* "cpu", "imported", "replay" */
+	const char *kind; /* "cpu", "simulated", "imported", "replay" */
 	const char *cpu, *isa, *cc, *spec; /* may be NULL */
 	int threads;      /* 0 if unknown */
 } store_hw;
@@ -95,6 +95,7 @@ typedef struct store_rec {
 	double flops, mean, std, median, compile_s, at;
 	int number, nrepeat;
 	double load;            /* load average per CPU when timed, -1 if unknown */
+	const char *hw_kind;    /* the hardware's kind: cpu, simulated, imported, replay */
 } store_rec;
 /* Callback: return 0 to continue, non-zero to stop (that value is returned
  * by the query function as its result). */

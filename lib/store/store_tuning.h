@@ -24,6 +24,16 @@ int store_run_reopen(tk_store *s, int64_t run_id);
 /* Record one value of a round of a run (insert or replace). */
 int store_run_log(tk_store *s, int64_t run_id, int round, const char *key, double value);
 
+/* The values of run run_id's log whose keys start with prefix, ordered by
+ * key then round: cb(ctx, round, key, value) for each (key valid during
+ * the call); a non-zero return stops the query and is returned. */
+typedef int (*store_log_cb)(void *ctx, int round, const char *key, double value);
+int store_run_log_read(tk_store *s, int64_t run_id, const char *prefix, store_log_cb cb,
+                       void *ctx);
+/* run.method of run_id (malloc'd, the caller frees); TK_ENOTFOUND for an
+ * unknown run. */
+int store_run_method(tk_store *s, int64_t run_id, char **method);
+
 /* Hardware ids that have measurements of the task with this key, with
  * their counts and keys, most records first. */
 typedef int (*store_hwcount_cb)(void *ctx, int64_t hw_id, const char *hw_key, int64_t n);

@@ -81,6 +81,44 @@ int store_run_log(tk_store *s, int64_t run_id, int round, const char *key, doubl
 	return rc;
 }
 
+int store_run_log_read(tk_store *s, int64_t run_id, const char *prefix, store_log_cb cb,
+                       void *ctx)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s, "SELECT round, key, value FROM run_log WHERE run_id = ?1"
+	                          " AND substr(key, 1, length(?2)) = ?2 ORDER BY key, round", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	store_bind_text(st, 2, prefix);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int stop = cb(ctx, sqlite3_column_int(st, 0), (const char *)sqlite3_column_text(st, 1),
+		              sqlite3_column_double(st, 2));
+		if (stop) {
+			sqlite3_finalize(st);
+			return stop;
+		}
+	}
+	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_run_method(tk_store *s, int64_t run_id, char **method)
+{
+	sqlite3_stmt *st;
+	*method = NULL;
+	int rc = store_prepare(s, "SELECT method FROM run WHERE id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, run_id);
+	int found;
+	if (!(rc = store_step_text(s, st, method, &found)) && !found)
+		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)run_id);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, void *ctx)
 {
 	sqlite3_stmt *st;

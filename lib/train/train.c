@@ -718,6 +718,27 @@ static char *meta_text(const mf_meta *mm)
 	return tk_sb_take(&sb);
 }
 
+int tr_write_model(tk_store *st, const char *path, cm_model *m, const mf_meta *mm,
+                   int64_t hw_id, int64_t *model_id)
+{
+	void *payload = NULL, *file = NULL;
+	size_t plen = 0, flen = 0;
+	char *meta = NULL;
+	int rc = cm_save(m, &payload, &plen);
+	if (!rc)
+		rc = mf_write(path, mm, payload, plen);
+	if (!rc)
+		rc = mf_encode(mm, payload, plen, &file, &flen);
+	if (!rc && !(meta = meta_text(mm)))
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	if (!rc)
+		rc = store_model_add(st, cm_kind_of(m)->name, hw_id, meta, file, flen, model_id);
+	free(payload);
+	free(file);
+	free(meta);
+	return rc;
+}
+
 int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
             const cm_params *p, int64_t *model_id)
 {
@@ -729,9 +750,6 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 {
 	mf_meta mm;
 	char v[8][48];
-	void *payload = NULL, *file = NULL;
-	size_t plen = 0, flen = 0;
-	char *meta = NULL;
 	int rc;
 	memset(&mm, 0, sizeof mm);
 	snprintf(v[0], 48, "%d", feat_version(feat));
@@ -758,17 +776,6 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 	if (!rc)
 		rc = meta_metrics(&mm, "train", &f->mtrain);
 	if (!rc)
-		rc = cm_save(f->m, &payload, &plen);
-	if (!rc)
-		rc = mf_write(path, &mm, payload, plen);
-	if (!rc)
-		rc = mf_encode(&mm, payload, plen, &file, &flen);
-	if (!rc && !(meta = meta_text(&mm)))
-		rc = tk_seterr(TK_ENOMEM, "out of memory");
-	if (!rc)
-		rc = store_model_add(st, cm_kind_of(f->m)->name, src->hw_id, meta, file, flen, model_id);
-	free(payload);
-	free(file);
-	free(meta);
+		rc = tr_write_model(st, path, f->m, &mm, src->hw_id, model_id);
 	return rc;
 }

@@ -18,7 +18,10 @@
 
 #include <stdint.h>
 
+#include <signal.h>
+
 #include "model/cost.h"
+#include "model/meta.h"
 #include "model/metrics.h"
 #include "store/store.h"
 
@@ -169,6 +172,72 @@ void tr_fit_free(tr_fit *f);
  * holdout_*). *model_id receives the store's id. */
 int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
             const cm_params *p, int64_t *model_id);
+/* The part of tr_save after the meta: model m with meta mm (every key, the
+ * model's own included) written as a model file at path and into st's
+ * model table for hardware hw_id. */
+int tr_write_model(tk_store *st, const char *path, cm_model *m, const mf_meta *mm,
+                   int64_t hw_id, int64_t *model_id);
+
+/* ---- meta-training (tunekit pretrain-meta) ---------------------------------- */
+
+typedef struct tr_meta_opts {
+	meta_opts mo;            /* MAML's settings (model/meta.h); mo.seed the seed */
+	int64_t hardware;        /* 0: the hardware with the most graph records */
+	const char *const *hold; /* tasks held out (keys in any spelling); each
+	                            must have records */
+	int nhold;
+	const char *const *hold_net; /* tasks of held-out networks: those with
+	                            records are held out, the others ignored */
+	int nhold_net;
+	double pretrain_share;   /* the share of the training tasks (0 to 1) the
+	                            supervised pre-training sees; with less than
+	                            1, MAML draws its tasks from the others */
+	const char *path;        /* the model file to write */
+	const char *argv;        /* the command line, for the run */
+} tr_meta_opts;
+
+typedef struct tr_meta_result {
+	tr_source src;
+	int ntask, nrow;         /* tasks and rows meta-trained on */
+	int npre;                /* rows pre-trained on */
+	int nelig;               /* ... of which tasks with shots + queries rows */
+	int nhold_task, nhold_row;
+	int most;                /* the most rows any training task has */
+	double pretrain_s, maml_s;
+	int epochs;              /* of the pre-training */
+	double pretrain_loss;    /* the last epoch's */
+	double meta_first, meta_last; /* mean query loss over the first and last
+	                            tenth of the meta-steps */
+	/* the few-shot evaluation (meta_eval with mo.shots): on the training
+	 * tasks and on the held-out ones (NaN and 0 tasks when none) */
+	double train_before, train_after, hold_before, hold_after;
+	int train_ntask, hold_ntask;
+	int64_t run_id, model_id;
+} tr_meta_result;
+
+typedef struct tr_meta_hooks {
+	void *ctx;
+	/* after each epoch and meta-step (may be NULL) */
+	void (*progress)(void *ctx, const meta_progress *p);
+	volatile sig_atomic_t *stop; /* set asynchronously to stop (TK_EINTR) */
+} tr_meta_hooks;
+
+/* MetaTune's meta-training on a dataset store: the rows with graph
+ * features of one hardware (tr_load), labels normalised per task, the held
+ * out tasks put aside; supervised pre-training on the other tasks' rows,
+ * then first-order MAML of the head over few-shot tasks of them
+ * (meta_maml); the few-shot evaluation on the training and held-out tasks;
+ * the model file at o->path and the store's model table. The run is a row
+ * of the run table (method "pretrain-meta") whose log holds the loss of
+ * each epoch ("pretrain_loss") and meta-step ("meta_loss", and
+ * "meta_loss_before" its tasks' query loss before adaptation), round = the
+ * epoch or step. TK_EINVAL, before anything is written, for a dataset
+ * without graph features, a held-out task without records, or fewer than
+ * mo.ways training tasks with mo.shots + mo.queries rows (the message gives
+ * the most any task has); TK_EINTR when stopped through hooks (the run
+ * stays unfinished, nothing else is written). */
+int tr_pretrain_meta(tk_store *st, const tr_meta_opts *o, const tr_meta_hooks *h,
+                     tr_meta_result *res);
 
 /* The same with extra keys (may be NULL) added to the meta. */
 int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,

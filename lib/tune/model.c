@@ -163,16 +163,8 @@ static int base_margin(tn_task *t, const float *x, int n, int d, float *margin)
 static int adapt_fixed(tn_ctx *C, tn_task *t, const cm_params *p, const cm_data *train)
 {
 	int rc;
-	if (!t->model) {
-		void *buf = NULL;
-		size_t len = 0;
-		rc = cm_save(C->fixed, &buf, &len);
-		if (!rc)
-			rc = cm_load(cm_kind_of(C->fixed), buf, len, &t->model);
-		free(buf);
-		if (rc)
-			return rc;
-	}
+	if (!t->model && (rc = cm_clone(C->fixed, &t->model))) /* run.c clones it first */
+		return rc;
 	cm_adapt_opts a;
 	cm_adapt_default(&a);
 	a.method = C->adapt;
@@ -186,8 +178,8 @@ int model_fit(tn_ctx *C, tn_task *t)
 	int d, rc;
 	float *x = NULL, *y = NULL, *margin = NULL;
 	cm_params p;
-	if (t->nx == 0 || (C->fixed && !C->adapt))
-		return TK_OK;
+	if (t->nx == 0 || (C->fixed && !t->model))
+		return TK_OK; /* a trained model that is never refit */
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
 	x = malloc(sizeof *x * (size_t)t->nx * (size_t)d);
@@ -251,7 +243,7 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 {
 	int d, rc;
-	if (C->mk->flags & CM_UNCERTAINTY) {
+	if (C->mk->flags & CM_EI) {
 		/* expected positive improvement over the best measured: 1 in the
 		 * normalised throughputs the model learnt */
 		float *sd = malloc(sizeof *sd * (size_t)(n > 0 ? n : 1));
@@ -263,7 +255,8 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		free(sd);
 		return rc;
 	}
-	if (!t->model && !t->base && !C->fixed) {
+	cm_model *m = t->model ? t->model : C->fixed; /* the task's own, or the file's */
+	if (!m && !t->base) {
 		for (int i = 0; i < n; i++)
 			out[i] = 0;
 		return TK_OK;
@@ -271,17 +264,15 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 	if ((rc = feat_length(C->feat, t->space, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
-	float *margin = t->base && t->model ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;
-	if (!x || (t->base && t->model && !margin))
+	float *margin = t->base && m ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;
+	if (!x || (t->base && m && !margin))
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	else if ((rc = model_features(C, t, c, n, x, &d)))
 		;
-	else if (C->fixed)
-		rc = cm_predict(t->model ? t->model : C->fixed, x, n, d, NULL, out);
-	else if (!t->model)
+	else if (!m)
 		rc = cm_predict(t->base, x, n, d, NULL, out); /* nothing measured yet */
 	else if (!margin || !(rc = base_margin(t, x, n, d, margin)))
-		rc = cm_predict(t->model, x, n, d, margin, out);
+		rc = cm_predict(m, x, n, d, margin, out);
 	free(x);
 	free(margin);
 	return rc;

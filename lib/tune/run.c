@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "record/record.h"
+#include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "train/train.h"
 #include "tune_int.h"
@@ -38,6 +39,7 @@ void tn_opts_default(tn_opts *o)
 	o->controller_share = 0.5;
 	o->controller_batches = 4;
 	o->controller_top = 8;
+	o->bo_kappa = 2;
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
 }
@@ -72,7 +74,7 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	t->weight = weight;
 	sr_set_init(&t->visited);
-	if ((rc = ms_task_open(key, C->o->seed, &t->mt)) == TK_OK) {
+	if ((rc = ms_task_open_target(key, C->target, C->o->seed, &t->mt)) == TK_OK) {
 		t->space = t->mt->space;
 		t->flops = t->mt->prog->flops;
 		t->key = strdup(t->mt->prog->key);
@@ -627,6 +629,14 @@ static int log_time(job *J)
 		                        (double)J->tk[i]->predicted)))
 			return rc;
 	}
+	/* and per task the model's fits (refits and fine-tuning updates) */
+	for (int i = 0; J->C.model_based && i < J->ntask; i++) {
+		char k[600];
+		snprintf(k, sizeof k, "fits:%s", J->tk[i]->key);
+		int rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, k, J->tk[i]->fits);
+		if (rc)
+			return rc;
+	}
 	return TK_OK;
 }
 
@@ -653,7 +663,7 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	char names[256];
 	int rc;
 	if ((C->feat = feat_kind_parse(o->feature)) < 0)
-		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp)", o->feature);
+		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o->feature);
 	if ((rc = cm_lookup(o->model, &C->mk)) || (rc = sr_lookup(o->search, &C->sk)))
 		return rc;
 	assert(C->sk->next || C->sk->plan);
@@ -739,6 +749,12 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		                                         " takes %d", J.tk[i]->key, d, o->feature,
 		                                         in->model_d))))
 			goto done;
+	/* a model file that is a starting point (CM_FINETUNE, or --adapt):
+	 * each task fine-tunes or adapts its own copy on its records */
+	for (int i = 0; J.C.fixed && ((cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) || J.C.adapt) &&
+	                i < ntask; i++)
+		if ((rc = cm_clone(J.C.fixed, &J.tk[i]->model)))
+			goto done;
 	/* the register file of the target measured on bounds the tiles drawn */
 	for (int i = 0; i < ntask && !J.C.data && o->regtile; i++)
 		if (J.tk[i]->space->prog)
@@ -775,6 +791,18 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		goto done;
 	if (resume_run > 0) {
 		if ((rc = store_run_reopen(st, resume_run)) || (rc = rec_resume(&J.s, st, resume_run)))
+			goto done;
+		/* measured on the hardware it was begun on, or its records would mix */
+		char *key = NULL, *spec = NULL;
+		int64_t id;
+		if (!J.C.data && !(rc = store_hardware_find(st, J.s.hw_id, NULL, &id, &key, &spec)) &&
+		    strcmp(key, target->key))
+			rc = tk_seterr(TK_EINVAL, "run %lld was measured on other hardware (%s); resume "
+			               "it with --target %s", (long long)resume_run, key,
+			               spec ? spec : "SPEC");
+		free(key);
+		free(spec);
+		if (rc)
 			goto done;
 	} else {
 		char method[64], *params = tn_opts_format(o, ntask, task, weight);
@@ -862,8 +890,10 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 	for (int i = 0; i < ntask && ctl_on(&J.C); i++)
 		if (J.tk[i]->nctop > 0 && (rc = ctl_final(&J, J.tk[i], h)))
 			goto done;
-	/* a resumed run whose records go past the budget was confirmed */
-	for (int i = 0; i < ntask && !J.C.data && J.used <= o->trials && o->confirm; i++)
+	/* a resumed run whose records go past the budget was confirmed; a
+	 * simulator's latencies are exact, nothing to confirm */
+	int exact = target && (target->flags & TK_TARGET_SIMULATED);
+	for (int i = 0; i < ntask && !J.C.data && !exact && J.used <= o->trials && o->confirm; i++)
 		if ((rc = confirm_task(&J, J.tk[i], h)))
 			goto done;
 	rc = log_time(&J);

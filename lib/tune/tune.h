@@ -51,6 +51,7 @@ typedef struct tn_opts {
 	uint64_t seed;
 	sr_sa_opts sa;
 	int xgb_rounds;           /* 0: xgb's default with early stopping */
+	double bo_kappa;          /* bo: the deviation's weight in the UCB (2) */
 	int confirm;              /* after the budget, measure the fastest this
 	                             many configurations of each task twice more
 	                             (not in replays); 0: off */

@@ -3,7 +3,9 @@
  * measured. The model-based path follows AutoTVM's ModelBasedTuner
  * (next_batch/update): a plan of plan_size configurations from the search's
  * plan on the model (simulated annealing), the last epsilon share of it
- * random, refits every plan_size records. Without a model, or with a
+ * random, refits every plan_size records. A model that fine-tunes
+ * (CM_FINETUNE: meta) is instead updated on every measured batch and plans
+ * batch configurations at a time. Without a model, or with a
  * search that plans on none, the search proposes by itself (random, grid,
  * or annealing chains whose steps are measured). The model and the search
  * are rows of their tables (C->mk, C->sk): nothing here names one.
@@ -23,16 +25,38 @@ double tuner_throughput(const tn_task *t, const ms_result *r)
 	return (t->flops > 0 ? t->flops : 1.0) / r->run.median;
 }
 
-/* What the search sees of t. */
-static sr_env env_of(tn_ctx *C, tn_task *t)
+typedef struct dist_ctx {
+	tn_ctx *C;
+	tn_task *t;
+} dist_ctx;
+
+static int dist(void *p, const sp_config *c, int n, float *mu, float *sd)
+{
+	dist_ctx *d = p;
+	return model_predict_dist(d->C, d->t, c, n, mu, sd);
+}
+
+/* What the search sees of t; dc holds the model's deviation callback's
+ * context and must live as long as the env. */
+static sr_env env_of(tn_ctx *C, tn_task *t, dist_ctx *dc)
 {
 	/* model-free annealing: the temperature falls from 1 to 0 over the
 	 * task's share of the budget */
 	double total = C->o->trials > 0 ? (double)C->o->trials : 1;
 	double temp = 1 - (double)t->trials / total;
+	int unc = cm_is_model(C->mk) && (C->mk->flags & CM_UNCERTAINTY);
+	*dc = (dist_ctx){ C, t };
 	sr_env e = { t->space, &t->visited, &t->rng, C->o->batch, temp < 1e-3 ? 1e-3 : temp,
-	             t->best_thr };
+	             t->best_thr, unc ? dist : NULL, dc, C->o->bo_kappa };
 	return e;
+}
+
+/* Configurations per plan and records per refit: the batch for a model
+ * that fine-tunes (a cheap update, wanted after every measured batch),
+ * else AutoTVM's plan_size. */
+static int plan_len(const tn_ctx *C)
+{
+	return (C->mk->flags & CM_FINETUNE) ? C->o->batch : C->o->plan_size;
 }
 
 static int random_unvisited(tn_task *t, sp_config *c)
@@ -154,8 +178,8 @@ static int count_order(const sp_space *sp, const sp_config *c, int n, int k, int
 static int cover_orders(tn_ctx *C, tn_task *t)
 {
 	int k = order_knob(t->space), rc = TK_OK;
-	int usable = t->nplan - (int)(t->epsilon * C->o->plan_size);
-	int slots = C->o->plan_size / 8 > 0 ? C->o->plan_size / 8 : 1;
+	int usable = t->nplan - (int)(t->epsilon * plan_len(C));
+	int slots = plan_len(C) / 8 > 0 ? plan_len(C) / 8 : 1;
 	if (k < 0 || C->o->cover <= 0 || usable <= 0)
 		return TK_OK;
 	int nv = t->space->knob[k].n, need[ORDER_MAX] = { 0 }, lacking[ORDER_MAX] = { 0 };
@@ -217,11 +241,11 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	return rc;
 }
 
-/* Fit the model and plan the next plan_size trials. */
-/* A new plan from the search on t's model, refit first when fit is set. */
+/* A new plan of plan_len trials from the search on t's model, refit first
+ * when fit is set. */
 static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
 {
-	int rc, plan = C->o->plan_size, want = plan;
+	int rc, plan = plan_len(C), want = plan;
 	double t0 = tk_now();
 	rc = fit ? model_fit(C, t) : TK_OK;
 	t->fit_s += tk_now() - t0;
@@ -240,7 +264,8 @@ static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
-	sr_env e = env_of(C, t);
+	dist_ctx dc;
+	sr_env e = env_of(C, t, &dc);
 	if ((rc = C->sk->plan(&t->search, &e, &C->o->sa, score, &s, want, cand, sc, &got)))
 		goto done;
 	free(t->plan);
@@ -277,15 +302,15 @@ static int replan(tn_ctx *C, tn_task *t)
 
 int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 {
-	const tn_opts *o = C->o;
 	int rc = TK_OK;
 	*n = 0;
 	if (!C->model_based) {
-		sr_env e = env_of(C, t);
+		dist_ctx dc;
+		sr_env e = env_of(C, t, &dc);
 		rc = C->sk->next(&t->search, &e, want, out, n);
 	} else {
 		/* ModelBasedTuner.next_batch */
-		int eps = (int)(t->epsilon * o->plan_size);
+		int eps = (int)(t->epsilon * plan_len(C));
 		while (*n < want && !space_exhausted(t) && !rc) {
 			sp_config c;
 			while (t->plan_pt < t->nplan &&
@@ -376,15 +401,17 @@ int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, 
 			return tk_seterr(TK_ENOMEM, "out of memory");
 		for (int i = 0; i < n; i++)
 			thr[i] = tuner_throughput(t, &r[i]);
-		sr_env e = env_of(C, t);
+		dist_ctx dc;
+		sr_env e = env_of(C, t, &dc);
 		C->sk->learn(t->search, &e, c, thr, n);
 		free(thr);
 	}
 	if (o->early_stop > 0 && t->trials - t->last_improve >= o->early_stop)
 		t->done = 1;
-	/* ModelBasedTuner.update: refit once plan_size more records arrived */
+	/* ModelBasedTuner.update: refit once plan_size (plan_len) more records
+	 * arrived */
 	if (C->model_based &&
-	    t->nx >= o->plan_size * (t->fits + 1) && t->best_thr > 0)
+	    t->nx >= plan_len(C) * (t->fits + 1) && t->best_thr > 0)
 		return replan(C, t);
 	return TK_OK;
 }

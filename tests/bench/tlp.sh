@@ -76,7 +76,10 @@ if [ -n "$AUX" ]; then
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
 
-# 2. Search on the held-out tasks' pools, replayed.
+# 2. Search on the held-out tasks' pools (of at least TLP_POOL_MIN records),
+#    replayed; both searches anneal with the same, smaller budget of model
+#    calls (TLP scores thousands of candidates a second, not millions).
+SA=${TLP_SA:---sa-chains 32 --sa-iters 100}
 printf '\nreplayed search on the held-out pools (target hardware %s), %s seeds\n' "$TARGET" "$SEEDS"
 printf '%-48s %5s %-8s %9s %9s\n' task pool method trials95 seconds95
 RDB=$DIR/replay-runs.db
@@ -86,7 +89,7 @@ for n in $HOLDOUT; do
 done | awk '!seen[$0]++' | while read -r task; do
 	pool=$(q "SELECT COUNT(DISTINCT m.config_id) FROM measurement m JOIN config c ON c.id = m.config_id
 		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $TARGET AND t.key = '$task'")
-	[ "$pool" -ge 16 ] || continue
+	[ "$pool" -ge "${TLP_POOL_MIN:-48}" ] || continue
 	s=1
 	while [ "$s" -le "$SEEDS" ]; do
 		for m in xgb tlp; do
@@ -96,7 +99,7 @@ done | awk '!seen[$0]++' | while read -r task; do
 				set -- --model-file "$DIR/tlp.model"
 			fi
 			"$TK" tune -q --db "$RDB" --replay "$DB" --replay-hardware "$TARGET" --task "$task" \
-				--trials "$pool" --plan-size 8 --confirm 0 --seed "$s" "$@" >/dev/null
+				--trials "$pool" --plan-size 8 --confirm 0 --seed "$s" $SA "$@" >/dev/null
 			echo "$task	$pool	$m	$s	$(sqlite3 "$RDB" "SELECT MAX(id) FROM run")"
 		done
 		s=$((s + 1))
@@ -105,6 +108,9 @@ done >"$DIR/replay.tsv"
 # Per task and method, medians over seeds of the trials and seconds each
 # run needed to come within 95% of the pool's best throughput ("never":
 # counted as the pool size and the run's length).
+if [ ! -s "$DIR/replay.tsv" ]; then
+	echo "(no held-out task has a pool of ${TLP_POOL_MIN:-48} records on hardware $TARGET yet)"
+else
 "$TK" report --db "$DB" --hardware "$TARGET" --format tsv best >"$DIR/pool-best.tsv"
 cut -f5 "$DIR/replay.tsv" | sed 's/^/--run /' | xargs "$TK" report --db "$RDB" --format tsv curve \
 	>"$DIR/curves.tsv"
@@ -128,3 +134,36 @@ awk -F'\t' '
 			printf "%-48s %5s %-8s %9d %9.3g\n", f[1], f[2], f[3], med(tv, n[key]), med(sv, n[key]) }
 	}
 ' "$DIR/pool-best.tsv" "$DIR/replay.tsv" "$DIR/curves.tsv" | sort
+fi
+
+# 3. Real tuning (TLP_REAL=1; measures on this CPU, about an hour): xgb+sa
+#    tunes each task for TLP_REAL_TRIALS trials; a tune guided by the TLP model
+#    file does the same; the trials the TLP run needs to reach the best the
+#    xgb+sa run found (and 95% of it).
+[ "${TLP_REAL:-0}" = 1 ] || exit 0
+TRIALS=${TLP_REAL_TRIALS:-300}
+REAL=${TLP_REAL_TASKS:-"dense:m=1024,n=1024,k=1024
+conv2d:c=64,h=56,w=56,k=64,pad=1"}
+TDB=$DIR/real.db
+rm -f "$TDB" "$TDB-wal" "$TDB-shm"
+printf '\nreal tuning on this CPU, %s trials each\n' "$TRIALS"
+printf '%-40s %10s %10s %10s %10s\n' task xgb_gflops tlp_gflops tlp_to_95 tlp_to_xgb
+echo "$REAL" | while read -r task; do
+	"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 >/dev/null
+	xr=$(sqlite3 "$TDB" "SELECT MAX(id) FROM run")
+	"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 \
+		--model-file "$DIR/tlp.model" >/dev/null
+	tr=$(sqlite3 "$TDB" "SELECT MAX(id) FROM run")
+	"$TK" report --db "$TDB" --format tsv curve --run "$xr" --run "$tr" | awk -F'\t' -v xr="$xr" \
+		-v tr="$tr" -v task="$task" '
+		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		{ g[$c["run"], $c["trial"]] = $c["best_gflops"]; n[$c["run"]] = $c["trial"] }
+		END {
+			xb = g[xr, n[xr]]; tb = g[tr, n[tr]]; t95 = "never"; tx = "never"
+			for (t = 1; t <= n[tr]; t++) {
+				if (t95 == "never" && g[tr, t] >= 0.95 * xb) t95 = t
+				if (tx == "never" && g[tr, t] >= xb) tx = t
+			}
+			printf "%-40s %10.1f %10.1f %10s %10s\n", task, xb, tb, t95, tx
+		}'
+done

@@ -69,7 +69,7 @@ static float *extract(const task *t, int k, const char *text, int *n, int *valid
 
 TEST(test_kinds)
 {
-	CHECK_EQ_INT(FEAT_NKIND, 4);
+	CHECK_EQ_INT(FEAT_NKIND, 5);
 	for (int k = 0; k < FEAT_NKIND; k++) {
 		CHECK_EQ_INT(feat_kind_parse(feat_kind_name(k)), k);
 		CHECK(feat_version(k) > 0);
@@ -78,6 +78,7 @@ TEST(test_kinds)
 	CHECK_EQ_STR(feat_kind_name(FEAT_ITERVAR), "itervar");
 	CHECK_EQ_STR(feat_kind_name(FEAT_CURVE), "curve");
 	CHECK_EQ_STR(feat_kind_name(FEAT_TLP), "tlp");
+	CHECK_EQ_STR(feat_kind_name(FEAT_GRAPH), "graph");
 	CHECK_EQ_INT(feat_kind_parse("bogus"), -1);
 	CHECK_EQ_INT(feat_kind_parse(""), -1);
 	CHECK_EQ_INT(feat_kind_parse("Knob"), -1);
@@ -443,7 +444,7 @@ TEST(test_imported_knob)
 	CHECK_NEAR(v[1], 1, 0);
 	CHECK_NEAR(v[3], lg(3), 1e-6);
 	/* the loop-nest and schedule kinds need a program */
-	for (int k = FEAT_ITERVAR; k <= FEAT_TLP; k++) {
+	for (int k = FEAT_ITERVAR; k <= FEAT_GRAPH; k++) {
 		n = -1;
 		CHECK_EQ_INT(feat_length(k, sp, &n), TK_EUNSUPP);
 		CHECK(tk_errmsg()[0] != 0);

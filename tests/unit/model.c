@@ -777,15 +777,18 @@ TEST(cost_table_names_and_flags)
 	CHECK(k && cm_is_model(k) && (k->flags & CM_TRANSFER) && !(k->flags & CM_UNCERTAINTY));
 	CHECK_EQ_INT(cm_lookup("rfei", &k), TK_OK);
 	CHECK(k && k->predict_dist && (k->flags & CM_UNCERTAINTY) && !(k->flags & CM_TRANSFER));
+	CHECK(k && (k->flags & CM_EI)); /* the tuner scores rfei by expected improvement */
+	CHECK_EQ_INT(cm_lookup("meta", &k), TK_OK);
+	CHECK(k && (k->flags & CM_UNCERTAINTY) && (k->flags & CM_FINETUNE) && !(k->flags & CM_EI));
 	CHECK_EQ_INT(cm_lookup("none", &k), TK_OK);
 	CHECK(k && !cm_is_model(k));
 	CHECK_EQ_INT(cm_lookup("svm", &k), TK_EINVAL);
 	CHECK(k == NULL);
-	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, tlp, mtl-tlp, none)") != NULL);
+	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, tlp, mtl-tlp, meta, none)") != NULL);
 	cm_names(names, sizeof names, CM_UNCERTAINTY, 1);
-	CHECK_EQ_STR(names, "rfei");
+	CHECK_EQ_STR(names, "rfei, meta");
 	cm_names(names, sizeof names, 0, 1);
-	CHECK_EQ_STR(names, "xgb, rfei, tlp, mtl-tlp");
+	CHECK_EQ_STR(names, "xgb, rfei, tlp, mtl-tlp, meta");
 	cm_names(names, 5, 0, 0);   /* cut short, still terminated */
 	CHECK_EQ_STR(names, "xgb");
 	for (int i = 0; i < cm_nkinds; i++) {
@@ -798,6 +801,7 @@ TEST(cost_table_names_and_flags)
 			CHECK(!k->predict && !k->save && !k->load);
 		CHECK(!(k->flags & CM_UNCERTAINTY) == !k->predict_dist);
 		CHECK(!k->adapts == !k->adapt);
+		CHECK(!(k->flags & CM_EI) || (k->flags & CM_UNCERTAINTY));
 	}
 	cm_model *m = NULL;
 	cm_params p;

@@ -1,8 +1,10 @@
 /*
  * Unit tests for lib/search: index sets, simulated annealing (never an
  * out-of-space, excluded or repeated configuration; finds the maximum of a
- * known score), diversity-aware selection, and the search table (names,
- * flags, what random, grid and model-free annealing propose).
+ * known score), diversity-aware selection, the search table (names,
+ * flags, what random, grid and model-free annealing propose), and batch
+ * Bayesian optimisation (the UCB's maximum first, a diverse batch by local
+ * penalisation).
  */
 #include <stdlib.h>
 
@@ -379,10 +381,13 @@ TEST(test_table_names_and_flags)
 	CHECK(k && k->plan && k->next && k->learn && !(k->flags & SR_NEEDS_MODEL));
 	CHECK_EQ_INT(sr_lookup("random", &k), TK_OK);
 	CHECK(k && k->next && !k->plan);
-	CHECK_EQ_INT(sr_lookup("bo", &k), TK_EINVAL);
-	CHECK(k == NULL && strstr(tk_errmsg(), "unknown search 'bo' (sa, csa, random, grid)"));
+	CHECK_EQ_INT(sr_lookup("bo", &k), TK_OK);
+	CHECK(k && (k->flags & SR_NEEDS_UNCERTAINTY) && (k->flags & SR_NEEDS_MODEL) && k->plan &&
+	      !k->next);
+	CHECK_EQ_INT(sr_lookup("tpe", &k), TK_EINVAL);
+	CHECK(k == NULL && strstr(tk_errmsg(), "unknown search 'tpe' (sa, csa, bo, random, grid)"));
 	sr_names(names, sizeof names);
-	CHECK_EQ_STR(names, "sa, csa, random, grid");
+	CHECK_EQ_STR(names, "sa, csa, bo, random, grid");
 	for (int i = 0; i < sr_nkinds; i++)
 		CHECK(sr_find(sr_kinds[i]->name) == sr_kinds[i] && sr_kinds[i]->summary &&
 		      (sr_kinds[i]->next || sr_kinds[i]->plan) && sr_kinds[i]->free_state);
@@ -401,7 +406,7 @@ TEST(test_grid_and_random_propose)
 	tk_rng rng;
 	sr_set_init(&seen);
 	tk_rng_seed(&rng, 3, 0);
-	sr_env e = { s, &seen, &rng, 8, 1, 0 };
+	sr_env e = { s, &seen, &rng, 8, 1, 0, NULL, NULL, 0 };
 	const sr_kind *grid = sr_find("grid"), *rnd = sr_find("random");
 	void *st = NULL;
 	sp_config out[8];
@@ -439,7 +444,7 @@ TEST(test_anneal_without_a_model)
 	tk_rng rng;
 	sr_set_init(&seen);
 	tk_rng_seed(&rng, 4, 0);
-	sr_env e = { space, &seen, &rng, 4, 1, 0 };
+	sr_env e = { space, &seen, &rng, 4, 1, 0, NULL, NULL, 0 };
 	const sr_kind *sa = sr_find("sa");
 	void *st = NULL;
 	sp_config a[8], b[8];
@@ -464,7 +469,100 @@ TEST(test_anneal_without_a_model)
 	sr_set_free(&seen);
 }
 
-UNIT_MAIN(test_setup, test_table_names_and_flags, test_grid_and_random_propose,
+/* Local penalisation: four near-duplicates of high acquisition (one knob
+ * apart) and four distinct points of half of it; a batch of four takes the
+ * best, then the distinct points over its neighbours (a neighbour's
+ * acquisition is cut to 22% of itself). */
+TEST(test_local_penalisation)
+{
+	sp_config cand[8];
+	float acq[8];
+	int pick[4];
+	tk_rng rng;
+	tk_rng_seed(&rng, 21, 0);
+	sp_sample(space, &rng, &cand[0]);
+	for (int i = 1; i < 4; i++) {
+		cand[i] = cand[0];
+		int k = i; /* knob i changed */
+		cand[i].v[k] = (cand[0].v[k] + 1) % space->knob[k].n;
+	}
+	for (int i = 4; i < 8; i++) /* random points: several knobs from each other */
+		sp_sample(space, &rng, &cand[i]);
+	for (int i = 0; i < 8; i++)
+		acq[i] = i < 4 ? 1.0f - 0.01f * i : 0.5f - 0.01f * (i - 4);
+	CHECK_EQ_INT(sr_local_penalise(space, cand, acq, 8, 4, pick), TK_OK);
+	CHECK_EQ_INT(pick[0], 0);
+	int far = 0;
+	for (int j = 1; j < 4; j++)
+		far += pick[j] >= 4; /* not a neighbour of the first */
+	CHECK(pick[1] >= 4);
+	CHECK(far >= 2);
+	/* with no penalty to pay (all far apart) the order is the acquisition's */
+	CHECK_EQ_INT(sr_local_penalise(space, cand + 4, acq + 4, 4, 4, pick), TK_OK);
+	CHECK(pick[0] == 0);
+}
+
+/* bo's plan on a known surrogate: the mean peaks at a target; the batch
+ * starts at the UCB's maximum, is distinct and unvisited, and the deviation
+ * moves the choice when kappa weighs it. */
+static sp_config peak;
+
+static int surrogate(void *ctx, const sp_config *c, int n, float *mu, float *sd)
+{
+	const int *far = ctx;
+	for (int i = 0; i < n; i++) {
+		int d = 0;
+		for (int k = 0; k < space->nknob; k++)
+			d += abs(c[i].v[k] - peak.v[k]);
+		mu[i] = -(float)d;
+		sd[i] = far && d >= *far ? 100.0f : 0.0f;
+	}
+	return TK_OK;
+}
+
+TEST(test_bo_plan)
+{
+	sr_set seen;
+	tk_rng rng;
+	sr_set_init(&seen);
+	tk_rng_seed(&rng, 8, 0);
+	sp_sample(space, &rng, &peak);
+	sr_env e = { space, &seen, &rng, 8, 1, 0, surrogate, NULL, 2.0 };
+	const sr_kind *bo = sr_find("bo");
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	void *st = NULL;
+	sp_config out[8];
+	float sc[8];
+	int n = 0;
+	CHECK_EQ_INT(bo->plan(&st, &e, &o, NULL, NULL, 8, out, sc, &n), TK_OK);
+	CHECK_EQ_INT(n, 8);
+	CHECK_EQ_INT((long long)sp_index(space, &out[0]), (long long)sp_index(space, &peak));
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			CHECK(sp_index(space, &out[i]) != sp_index(space, &out[j]));
+	/* visited points are not proposed again */
+	sr_set_add(&seen, sp_index(space, &peak));
+	CHECK_EQ_INT(bo->plan(&st, &e, &o, NULL, NULL, 8, out, sc, &n), TK_OK);
+	for (int i = 0; i < n; i++)
+		CHECK(sp_index(space, &out[i]) != sp_index(space, &peak));
+	bo->free_state(st);
+	/* a large deviation far from the peak: the UCB prefers exploring there */
+	int far = 6;
+	e.dist_ctx = &far;
+	st = NULL;
+	CHECK_EQ_INT(bo->plan(&st, &e, &o, NULL, NULL, 8, out, sc, &n), TK_OK);
+	CHECK(n > 0 && sc[0] > 100);
+	bo->free_state(st);
+	/* without a deviation to read: refused */
+	e.dist = NULL;
+	st = NULL;
+	CHECK_EQ_INT(bo->plan(&st, &e, &o, NULL, NULL, 8, out, sc, &n), TK_EINVAL);
+	bo->free_state(st);
+	sr_set_free(&seen);
+}
+
+UNIT_MAIN(test_setup, test_local_penalisation, test_bo_plan, test_table_names_and_flags, test_grid_and_random_propose,
           test_anneal_without_a_model, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
           test_sa_holds_a_fixed_knob,
           test_diverse, test_sa_small_space_is_exhausted_cleanly,
