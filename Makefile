@@ -13,6 +13,8 @@
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-tlp  TLP and MTL-TLP against xgb on the offline dataset
+#   make bench-transfer  a model moved to new hardware: Moses, fine-tuning,
+#                   xgb warm start, MTL, scratch (Kernel Tuner GPUs, CPUs)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
 #   make bench-measure  configurations measured per minute, against a baseline
@@ -198,6 +200,24 @@ bench-tlp: tunekit $(BUILD)/bench/tlp_score
 	sh tests/bench/tlp.sh ./tunekit $(TLP_DATASET) $(BUILD)/bench/tlp
 	sh tests/bench/kt-mtl.sh ./tunekit $(BUILD)/bench/tlp $(KT_SEEDS)
 
+# Transfer to new hardware (issue 23): each method of tunekit transfer from
+# a few of the target's records, Kernel Tuner's convolution A100 -> A4000
+# and -> MI250X, and the offline dataset's avx512 -> avx2, sse2 when
+# TRANSFER_DATASET is readable (tests/bench/transfer.sh); then the replayed
+# search with transfer and the adaptive controller (tests/bench/
+# transfer-search.sh). TRANSFER_SEEDS=1 TRANSFER_FRACTIONS=0.1
+# TRANSFER_SEARCH_SEEDS=1 is a quick run.
+TRANSFER_SEEDS ?= 3
+TRANSFER_DATASET ?= $(TLP_DATASET)
+TRANSFER_FRACTIONS ?= 0.05 0.1
+TRANSFER_SEARCH_SEEDS ?= 5
+TRANSFER_BUDGET ?= 300
+bench-transfer: tunekit
+	TRANSFER_FRACTIONS='$(TRANSFER_FRACTIONS)' sh tests/bench/transfer.sh ./tunekit \
+		$(BUILD)/bench/transfer $(TRANSFER_SEEDS) $(TRANSFER_DATASET)
+	sh tests/bench/transfer-search.sh ./tunekit $(BUILD)/bench/transfer \
+		$(TRANSFER_SEARCH_SEEDS) $(TRANSFER_BUDGET)
+
 # MetaTune against xgb and xgb with transfer learning on the dataset's
 # held-out network (tests/bench/meta.sh): few-shot MSE and MSE(D), on the
 # training target and across targets. Small by default: the offline dataset
@@ -293,6 +313,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

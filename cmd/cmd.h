@@ -137,6 +137,12 @@ int tk_exit_status(int rc);
 /* Set by SIGINT/SIGTERM; long loops stop at the next safe point. */
 extern volatile sig_atomic_t tk_interrupted;
 
+/* The measurement ids of the record stream on standard input (its id
+ * column) into a malloc'd *ids (caller frees) of *nid; prints the error
+ * and returns the exit status for a stream without ids, no records or a
+ * malformed stream, 0 on success. */
+int read_stream_ids(tk_ctx *ctx, int64_t **ids, int *nid);
+
 /* ---- output --------------------------------------------------------------- */
 
 /* Progress on stderr, drawn only when stderr is a terminal and not -q:

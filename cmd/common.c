@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "measure/measure.h"
+#include "record/record.h"
 
 volatile sig_atomic_t tk_interrupted;
 
@@ -474,5 +475,40 @@ int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 	    !(mo->build_timeout > 0) || !(mo->build_adapt >= 0) || !(r->cv >= 0))
 		return tk_fail(ctx, TK_EINVAL, "measurement option out of range (see '%s --help')",
 		               ctx->prog);
+	return 0;
+}
+
+/* ---- record streams ---------------------------------------------------------- */
+
+int read_stream_ids(tk_ctx *ctx, int64_t **ids, int *nid)
+{
+	rec_stream rs;
+	const char *task, *config;
+	int64_t id;
+	int got, cap = 0;
+	*ids = NULL;
+	*nid = 0;
+	rec_stream_init(&rs, stdin, "stdin");
+	while ((got = rec_stream_next(&rs, &task, &config, &id)) > 0) {
+		if (id < 0) {
+			rec_stream_free(&rs);
+			return tk_fail(ctx, TK_EINVAL, "stdin: the stream has no id column (give the"
+			               " record stream of measure, extract-features or report best)");
+		}
+		if (*nid == cap) {
+			int64_t *v = realloc(*ids, sizeof *v * (size_t)(cap = cap ? 2 * cap : 256));
+			if (!v) {
+				rec_stream_free(&rs);
+				return tk_fail(ctx, TK_ENOMEM, "out of memory");
+			}
+			*ids = v;
+		}
+		(*ids)[(*nid)++] = id;
+	}
+	rec_stream_free(&rs);
+	if (got < 0)
+		return tk_fail(ctx, -got, NULL);
+	if (*nid == 0)
+		return tk_fail(ctx, TK_EINVAL, "stdin: no records");
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "search/search.h"
 #include "task/network.h"
 #include "task/te.h"
+#include "train/train.h"
 
 void main_list_commands(FILE *f);
 const tk_cmd *main_find_cmd(const char *name);
@@ -93,11 +94,12 @@ static void help_networks(void)
 	}
 }
 
-/* The model table: name, feature kinds, uncertainty, transfer, summary. */
+/* The model table: name, feature kinds, uncertainty, transfer (a base
+ * model), the ways tunekit transfer adapts it, summary. */
 static void help_models(void)
 {
-	printf("%-7s %-22s %-11s %-8s %s\n", "model", "features", "uncertainty", "transfer",
-	       "summary");
+	printf("%-7s %-22s %-11s %-8s %-14s %s\n", "model", "features", "uncertainty", "transfer",
+	       "adapts", "summary");
 	for (int i = 0; i < cm_nkinds; i++) {
 		const cm_kind *k = cm_kinds[i];
 		char feats[64] = "";
@@ -106,9 +108,15 @@ static void help_models(void)
 			if (k->features & 1u << f)
 				len += (size_t)snprintf(feats + len, sizeof feats - len, "%s%s", len ? "," : "",
 				                        feat_kind_name(f));
-		printf("%-7s %-22s %-11s %-8s %s\n", k->name, len ? feats : "-",
+		char ways[64] = "";
+		size_t wl = 0;
+		for (int m = 0; m < tr_nmethods; m++)
+			if (tr_methods[m].adapt && (k->adapts & (unsigned)tr_methods[m].adapt))
+				wl += (size_t)snprintf(ways + wl, sizeof ways - wl, "%s%s", wl ? "," : "",
+				                       tr_methods[m].name);
+		printf("%-7s %-22s %-11s %-8s %-14s %s\n", k->name, len ? feats : "-",
 		       k->flags & CM_UNCERTAINTY ? "yes" : "no", k->flags & CM_TRANSFER ? "yes" : "no",
-		       k->summary);
+		       wl ? ways : "-", k->summary);
 	}
 }
 

@@ -22,6 +22,7 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx);
 int cmd_pretrain_meta(int argc, char **argv, tk_ctx *ctx);
 int cmd_report(int argc, char **argv, tk_ctx *ctx);
 int cmd_train(int argc, char **argv, tk_ctx *ctx);
+int cmd_transfer(int argc, char **argv, tk_ctx *ctx);
 int cmd_tune(int argc, char **argv, tk_ctx *ctx);
 
 /* Sorted by name. */
@@ -37,6 +38,7 @@ static const tk_cmd commands[] = {
 	  "meta-train MetaTune's cost model (MAML) on a dataset store" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },
 	{ "train", cmd_train, NEEDS_STORE | STORE_WRITE, "train a cost model on stored records and measure it on held-out tasks" },
+	{ "transfer", cmd_transfer, NEEDS_STORE | STORE_WRITE, "adapt a trained cost model to other hardware: Moses, fine-tuning, xgb warm start" },
 	{ "tune", cmd_tune, NEEDS_STORE | STORE_WRITE, "tune tasks or a network with a learned cost model" },
 };
 

@@ -37,7 +37,8 @@ static const char *const usage[] = {
 	"the latency was timed on a cpu or is a simulator's (simulated).\n"
 	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
 	"search, model fits, compilation, running; the build cache's hit rate; code\n"
-	"generation, the reference, storing), trials, valid records and best latency.\n"
+	"generation, the reference, storing), trials, valid records, trials measured and\n"
+	"answered by the model (tune --controller), and best latency.\n"
 	"curve: the best GFLOPS found so far after each trial of each task of a run (default:\n"
 	"the most recent run), with the seconds since the run started; with --network, the\n"
 	"network's estimated latency instead; with --plot, an SVG chart instead of the table.\n"
@@ -182,9 +183,14 @@ static int run_row(void *p, const store_runinfo *r)
 			snprintf(split[i], sizeof split[i], "%.3g", sec[i]);
 	if (r->compiled >= 0 && r->compiled + r->cached > 0)
 		snprintf(hit, sizeof hit, "%.2f", r->cached / (r->compiled + r->cached));
+	char meas[24] = "", pred[24] = "";
+	if (r->measured >= 0)
+		snprintf(meas, sizeof meas, "%.0f", r->measured);
+	if (r->predicted >= 0)
+		snprintf(pred, sizeof pred, "%.0f", r->predicted);
 	const char *cells[] = { id, r->method, start, dur, split[0], split[1], split[2], split[3],
-	                        hit, split[4], split[5], split[6], trials, valid, best, hw,
-	                        r->replay ? r->replay : "", r->argv };
+	                        hit, split[4], split[5], split[6], trials, valid, meas, pred, best,
+	                        hw, r->replay ? r->replay : "", r->argv };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -193,7 +199,8 @@ static int report_runs(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"run", "method", "started", "seconds", "search_s", "fit_s", "compile_s", "run_s",
-		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "best_latency", "hw", "replay", "command",
+		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "measured", "predicted",
+		"best_latency", "hw", "replay", "command",
 	};
 	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
 	if (!b.t)

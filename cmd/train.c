@@ -64,41 +64,6 @@ typedef struct net_list {
 	tk_network **v;
 } net_list;
 
-/* ---- reading ------------------------------------------------------------------ */
-
-static int read_ids(tk_ctx *ctx, int64_t **ids, int *nid)
-{
-	rec_stream rs;
-	const char *task, *config;
-	int64_t id;
-	int got, cap = 0;
-	*ids = NULL;
-	*nid = 0;
-	rec_stream_init(&rs, stdin, "stdin");
-	while ((got = rec_stream_next(&rs, &task, &config, &id)) > 0) {
-		if (id < 0) {
-			rec_stream_free(&rs);
-			return tk_fail(ctx, TK_EINVAL, "stdin: the stream has no id column (give the"
-			               " record stream of measure, extract-features or report best)");
-		}
-		if (*nid == cap) {
-			int64_t *v = realloc(*ids, sizeof *v * (size_t)(cap = cap ? 2 * cap : 256));
-			if (!v) {
-				rec_stream_free(&rs);
-				return tk_fail(ctx, TK_ENOMEM, "out of memory");
-			}
-			*ids = v;
-		}
-		(*ids)[(*nid)++] = id;
-	}
-	rec_stream_free(&rs);
-	if (got < 0)
-		return tk_fail(ctx, -got, NULL);
-	if (*nid == 0)
-		return tk_fail(ctx, TK_EINVAL, "stdin: no records");
-	return 0;
-}
-
 /* ---- output ---------------------------------------------------------------------- */
 
 static const char *const metric_header[] = {
@@ -313,7 +278,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	if (!*o.out)
 		return tk_fail(ctx, TK_EINVAL, "--out needs a file name");
 
-	if (from_stdin && (status = read_ids(ctx, &ids, &nid)))
+	if (from_stdin && (status = read_stream_ids(ctx, &ids, &nid)))
 		goto out;
 	if ((status = tk_ctx_store(ctx, &st)))
 		goto out;

@@ -184,6 +184,9 @@ static void summary(tk_ctx *ctx, const tn_result *r)
 		return;
 	fprintf(stderr, "run %lld: %lld trials (%lld invalid)", (long long)r->run_id,
 	        (long long)r->trials, (long long)r->invalid);
+	if (r->predicted > 0 || r->measured > 0)
+		fprintf(stderr, ", %lld measured and %lld answered by the model (adaptive controller)",
+		        (long long)r->measured, (long long)r->predicted);
 	if (r->confirmed > 0)
 		fprintf(stderr, " and %lld to confirm the fastest", (long long)r->confirmed);
 	fprintf(stderr, " in %.1f s", r->seconds);

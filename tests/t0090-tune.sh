@@ -227,13 +227,13 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 
 test_expect_success 'help models and help searches print the tables' '
 	tunekit help models >hm &&
-	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer summary" &&
-	grep -q "^xgb  *knob,itervar,curve,tlp  *no  *yes " hm &&
-	grep -q "^rfei  *knob,itervar,curve  *yes  *no " hm &&
-	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no " hm &&
-	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no " hm &&
-	grep -q "^meta  *graph  *yes  *no " hm &&
-	grep -q "^none  *-  *no  *no " hm && test $(wc -l <hm) -eq 7 &&
+	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer adapts summary" &&
+	grep -q "^xgb  *knob,itervar,curve,tlp  *no  *yes  *xgb-warm " hm &&
+	grep -q "^rfei  *knob,itervar,curve  *yes  *no  *- " hm &&
+	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
+	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
+	grep -q "^meta  *graph  *yes  *no  *- " hm &&
+	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 7 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
 	grep -q "^bo  *model+uncertainty " hs &&

@@ -122,6 +122,36 @@ int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float 
 	return m->kind->predict_dist(m->state, x, n, d, mu, sd);
 }
 
+void cm_adapt_default(cm_adapt_opts *a)
+{
+	memset(a, 0, sizeof *a);
+	a->method = CM_ADAPT_FINETUNE;
+	a->ratio = 0.5;
+	a->decay = 1;
+}
+
+int cm_adapt(cm_model *m, const cm_params *p, const cm_adapt_opts *a, const cm_data *target,
+             cm_adapt_info *info)
+{
+	cm_adapt_info own;
+	assert(a->method == CM_ADAPT_FINETUNE || a->method == CM_ADAPT_TICKET ||
+	       a->method == CM_ADAPT_BOOST);
+	memset(&own, 0, sizeof own);
+	if (!(m->kind->adapts & (unsigned)a->method) || !m->kind->adapt)
+		return tk_seterr(TK_EINVAL, "a %s model cannot be adapted by %s", m->kind->name,
+		                 a->method == CM_ADAPT_TICKET ? "a lottery ticket (moses)"
+		                 : a->method == CM_ADAPT_BOOST ? "more boosting rounds"
+		                                               : "fine-tuning its weights");
+	if (target->n < 1 || target->head || target->margin)
+		return tk_seterr(TK_EINVAL, "%s: adaptation needs rows of the target alone",
+		                 m->kind->name);
+	if (a->ratio < 0 || a->ratio > 1 || a->threshold < 0 || a->threshold > 1 || a->decay < 0 ||
+	    a->lr < 0 || a->epochs < 0)
+		return tk_seterr(TK_EINVAL, "%s: adaptation options out of range", m->kind->name);
+	int rc = m->kind->adapt(m->state, p, a, target, info ? info : &own);
+	return rc;
+}
+
 int cm_save(cm_model *m, void **buf, size_t *len)
 {
 	return m->kind->save(m->state, buf, len);

@@ -68,6 +68,39 @@ typedef struct cm_data {
 	                            the model predicts for; NULL: all 0 */
 } cm_data;
 
+/* Ways a trained model adapts to new hardware from the new hardware's
+ * records (cm_adapt; `tunekit transfer`). */
+enum {
+	CM_ADAPT_FINETUNE = 1 << 0, /* train every parameter further (TenSet's transfer) */
+	CM_ADAPT_TICKET = 1 << 1,   /* Moses: train the parameters most salient on the
+	                               target, |w * dL/dw|, re-chosen every epoch; the
+	                               others decay toward zero (eq. 5 and 7) */
+	CM_ADAPT_BOOST = 1 << 2,    /* boosting rounds added on the target's records */
+};
+
+typedef struct cm_adapt_opts {
+	int method;              /* one CM_ADAPT_* */
+	int epochs;              /* networks: epochs; boosting: rounds added;
+	                            0: the kind's default */
+	double lr;               /* networks: peak learning rate; 0: the kind's default */
+	double ratio;            /* ticket: share of the parameters trained (0 to 1) */
+	double threshold;        /* ticket: > 0 trains those with saliency at least
+	                            this share of the largest instead of a ratio */
+	double decay;            /* ticket: the others shrink by lr x decay x w a step */
+} cm_adapt_opts;
+
+/* What an adaptation did. */
+typedef struct cm_adapt_info {
+	int epochs, steps;       /* networks: epochs and optimiser steps; boosting:
+	                            rounds added (epochs) and rounds in all (steps) */
+	double trained;          /* mean share of the parameters trained per step
+	                            (1 but for a ticket) */
+} cm_adapt_info;
+
+/* Defaults: fine-tune, the kind's epochs and rate, ratio 0.5, no
+ * threshold, decay 1. */
+void cm_adapt_default(cm_adapt_opts *a);
+
 typedef struct cm_kind {
 	const char *name;
 	const char *summary;
@@ -83,6 +116,12 @@ typedef struct cm_kind {
 	int (*predict_dist)(void *state, const float *x, int n, int d, float *mu, float *sd);
 	int (*save)(void *state, void **buf, size_t *len);
 	int (*load)(const void *buf, size_t len, void **state);
+	/* Adapt the state in place to a target's rows (no heads, no margins)
+	 * by one of the methods of adapts (CM_ADAPT_*); NULL if adapts is 0.
+	 * On error the state may be partly adapted: the caller drops it. */
+	unsigned adapts;
+	int (*adapt)(void *state, const cm_params *p, const cm_adapt_opts *a, const cm_data *target,
+	             cm_adapt_info *info);
 	/* Add the kind's own meta keys (objective, rounds, ...); may be NULL. */
 	int (*describe)(void *state, mf_meta *m);
 	void (*free)(void *state);
@@ -116,6 +155,13 @@ int cm_update(cm_model *m, const cm_params *p, const cm_data *all);
 int cm_predict(cm_model *m, const float *x, int n, int d, const float *margin, float *out);
 /* Mean and deviation; TK_EINVAL for a model without uncertainty. */
 int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd);
+/* Adapt m to the rows of target (labels normalised per group, rows of a
+ * group contiguous, no heads or margins) by a->method; info (may be NULL)
+ * receives what it did. TK_EINVAL if m's kind cannot adapt that way or the
+ * rows do not fit it; on any error m is in an unspecified state and should
+ * be freed, not used. */
+int cm_adapt(cm_model *m, const cm_params *p, const cm_adapt_opts *a, const cm_data *target,
+             cm_adapt_info *info);
 /* The payload of a model file (malloc'd, caller frees) and back, through
  * the kind's row; cm_load checks the payload's magic and version:
  * TK_ECORRUPT if they are wrong. */

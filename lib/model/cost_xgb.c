@@ -1,9 +1,11 @@
 /*
  * cost_xgb: the "xgb" row of the cost-model table: one XGBoost booster
  * with AutoTVM's settings (pairwise ranking or squared error, depth 3, eta
- * 0.3), trained on top of base margins for transfer learning. The payload
- * of a model file is xgboost's own serialisation (UBJSON), which carries
- * its own magic and version.
+ * 0.3), trained on top of base margins for transfer learning, or warm
+ * started from a trained model by more boosting rounds on new hardware's
+ * records (cm_adapt by CM_ADAPT_BOOST). The payload of a model file is
+ * xgboost's own serialisation (UBJSON), which carries its own magic and
+ * version.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,26 @@ static int xpredict(void *s, const float *x, int n, int d, const float *margin, 
 	              : xgb_predict(m->bst, x, n, d, out);
 }
 
+/* Warm start: XGB_WARM_ROUNDS (or a->epochs) rounds more on the target. */
+#define XGB_WARM_ROUNDS 20
+static int xadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_data *tr,
+                  cm_adapt_info *info)
+{
+	xstate *x = s;
+	xgb_params xp;
+	int rounds = a->epochs > 0 ? a->epochs : XGB_WARM_ROUNDS;
+	xgb_params_set(&xp, p->rank ? "rank:pairwise" : "reg:squarederror", p->seed, p->nthread,
+	               p->tree_method, rounds, 0);
+	xgb_data t = { tr->n, tr->d, tr->x, tr->y, tr->ngroup, tr->group, NULL };
+	int rc = xgb_continue(x->bst, &xp, &t, rounds);
+	if (!rc)
+		x->objective = xp.objective;
+	info->epochs = rounds;
+	info->steps = xgb_rounds(x->bst);
+	info->trained = 1;
+	return rc;
+}
+
 static int xsave(void *s, void **buf, size_t *len)
 {
 	return xgb_save(((xstate *)s)->bst, buf, len);
@@ -100,6 +122,8 @@ const cm_kind cm_xgb = {
 	.flags = CM_TRANSFER | CM_RANK,
 	.fit = xfit,
 	.predict = xpredict,
+	.adapts = CM_ADAPT_BOOST,
+	.adapt = xadapt,
 	.save = xsave,
 	.load = xload,
 	.describe = xdescribe,

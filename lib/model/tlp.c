@@ -36,6 +36,15 @@
  * on all the records so far for about TLP_UPDATESTEPS steps (at least one
  * epoch), rather than training a new one from scratch.
  *
+ * An adaptation to new hardware (cm_adapt, `tunekit transfer`) trains the
+ * network further on the target's rows alone (by default TLP_EPOCHS epochs
+ * at a tenth of the training rate, TLP_ADAPT_LR): every parameter
+ * (fine-tuning), or Moses' lottery ticket: each epoch, the parameters most
+ * salient on the target, |w * dL/dw| summed over its first batches, are
+ * trained and the others decay toward zero (see tlp_ticket). Moses' domain-
+ * adversarial term (its eq. 6) is not implemented. A multi-head model
+ * adapts its target head (head 0) and the backbone.
+ *
  * mtl-tlp is the same network with K heads: the backbone (encoder,
  * attention, blocks) is shared, rows of hardware k train head k only (the
  * loss of a row is masked for the other heads), and predictions use head 0,
@@ -63,6 +72,7 @@
 #define TLP_MINSTEPS 1000  /* by default, at least this many steps */
 #define TLP_UPDATESTEPS 200 /* an update fine-tunes for this many steps */
 #define TLP_LR 1e-3f
+#define TLP_ADAPT_LR 1e-4f /* adaptation to new hardware: a tenth of training's */
 #define TLP_MAGIC 0x4d504c54u /* "TLPM" */
 #define TLP_VERSION 1u
 #define TLP_HEADER 32
@@ -452,6 +462,8 @@ typedef struct fitwork {
 	float *xb, *yb, *score, *dscore;
 	unsigned *bgroup;
 	float *m, *v;
+	float *xi, *xiwork;      /* (P) each: a ticket's saliency */
+	unsigned char *mask;     /* (P) a ticket's parameters to train */
 } fitwork;
 
 static void fitwork_free(fitwork *w)
@@ -459,10 +471,87 @@ static void fitwork_free(fitwork *w)
 	free(w->order), free(w->chunk), free(w->perm), free(w->csize), free(w->bhead);
 	free(w->work), free(w->xb), free(w->yb), free(w->score), free(w->dscore);
 	free(w->bgroup), free(w->m), free(w->v);
+	free(w->xi), free(w->xiwork), free(w->mask);
 }
 
-/* Train n on tr for epochs epochs. */
-static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, tk_rng *r)
+/* Moses' lottery ticket (train with a ticket): before each epoch the
+ * gradient of the loss on up to TLP_TICKET_BATCHES of that epoch's
+ * batches gives each parameter its saliency |w * dL/dw|; the top share
+ * ratio (or those over threshold x the largest) are trained that epoch,
+ * the others decay toward zero by lr x decay x w a step. */
+#define TLP_TICKET_BATCHES 8
+typedef struct tlp_ticket {
+	double ratio, threshold;
+	float decay;
+	double trained;          /* out: mean share of the parameters trained */
+} tlp_ticket;
+
+/* Batches of one epoch: whole chunks from w->perm[c0..), as many as fit
+ * in TLP_BMAX rows; returns the end c1 and fills the batch (rows, labels,
+ * heads, ranking groups), ordered by head within the batch. */
+static int next_batch(const cm_data *tr, fitwork *w, int c0, int nc, int *B, int *ng)
+{
+	size_t d = (size_t)tr->d;
+	int c1, b = 0;
+	*B = 0;
+	for (c1 = c0; c1 < nc && *B + w->csize[w->perm[c1]] <= TLP_BMAX; c1++)
+		*B += w->csize[w->perm[c1]];
+	/* insertion sort of the batch's chunks by head (few chunks) */
+	for (int i = c0 + 1; i < c1; i++) {
+		int c = w->perm[i], hk = tr->head ? tr->head[w->order[w->chunk[c]]] : 0, j = i;
+		while (j > c0 && (tr->head ? tr->head[w->order[w->chunk[w->perm[j - 1]]]] : 0) > hk) {
+			w->perm[j] = w->perm[j - 1];
+			j--;
+		}
+		w->perm[j] = c;
+	}
+	*ng = 0;
+	for (int i = c0; i < c1; i++) {
+		int c = w->perm[i];
+		for (int k = 0; k < w->csize[c]; k++, b++) {
+			int row = w->order[w->chunk[c] + k];
+			memcpy(w->xb + (size_t)b * d, tr->x + (size_t)row * d, sizeof *w->xb * d);
+			w->yb[b] = tr->y[row];
+			w->bhead[b] = tr->head ? tr->head[row] : 0;
+		}
+		w->bgroup[(*ng)++] = (unsigned)w->csize[c];
+	}
+	return c1;
+}
+
+/* Add to n->grad the gradient of the batch's loss. */
+static void batch_grad(tlp_net *n, fitwork *w, int B, int ng, int rank)
+{
+	net_forward(n, w->score, w->xb, w->bhead, B);
+	memset(w->dscore, 0, sizeof *w->dscore * (size_t)B);
+	if (rank)
+		nn_lambdarank_loss(w->dscore, w->work, w->score, w->yb, w->bgroup, ng);
+	else
+		nn_mse_loss(w->dscore, w->score, w->yb, NULL, B);
+	net_backward(n, w->dscore, w->bhead, B);
+}
+
+/* Choose the epoch's ticket into w->mask from the saliency on its first
+ * batches; returns the share of the parameters it trains. */
+static double draw_ticket(tlp_net *n, const cm_data *tr, fitwork *w, int nc, int rank,
+                          const tlp_ticket *tk)
+{
+	int B, ng;
+	nn_zero(n->grad, n->nparam);
+	for (int c0 = 0, k = 0; c0 < nc && k < TLP_TICKET_BATCHES; k++) {
+		c0 = next_batch(tr, w, c0, nc, &B, &ng);
+		batch_grad(n, w, B, ng, rank);
+	}
+	nn_saliency(w->xi, n->param, n->grad, n->nparam);
+	size_t kept = nn_ticket_mask(w->mask, w->xi, n->nparam, tk->ratio, tk->threshold, w->xiwork);
+	return (double)kept / (double)n->nparam;
+}
+
+/* Train n on tr for epochs epochs at peak rate lr; with a ticket (tk not
+ * NULL), only its parameters, re-drawn each epoch. *nstep (may be NULL)
+ * receives the optimiser steps taken. */
+static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, float lr, tlp_ticket *tk,
+                 tk_rng *r, int *nstep)
 {
 	fitwork w = { 0 };
 	size_t N = (size_t)tr->n, d = (size_t)tr->d;
@@ -480,18 +569,25 @@ static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, tk_rng *r)
 	w.bgroup = malloc(sizeof *w.bgroup * TLP_BMAX);
 	w.m = calloc(n->nparam, sizeof *w.m);
 	w.v = calloc(n->nparam, sizeof *w.v);
+	if (tk) {
+		w.xi = malloc(sizeof *w.xi * n->nparam);
+		w.xiwork = malloc(sizeof *w.xiwork * n->nparam);
+		w.mask = malloc(n->nparam);
+	}
 	if (!w.order || !w.chunk || !w.perm || !w.csize || !w.bhead || !w.work || !w.xb || !w.yb ||
-	    !w.score || !w.dscore || !w.bgroup || !w.m || !w.v) {
+	    !w.score || !w.dscore || !w.bgroup || !w.m || !w.v ||
+	    (tk && (!w.xi || !w.xiwork || !w.mask))) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
 	nn_adam opt;
 	nn_adam_default(&opt);
-	opt.lr = TLP_LR;
+	opt.lr = lr;
 	opt.weight_decay = 1e-4f;
 	/* Steps per epoch: about N / BMAX; the schedule needs a total. */
 	int steps_epoch = (int)((N + TLP_BMAX - 1) / TLP_BMAX) + 1, total = epochs * steps_epoch;
 	int step = 0;
+	double trained = 0;
 	for (int ep = 0; ep < epochs; ep++) {
 		int nc = epoch_chunks(tr, r, w.order, w.chunk, w.csize);
 		for (int c = 0; c < nc; c++)
@@ -501,44 +597,25 @@ static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, tk_rng *r)
 			w.perm[i] = w.perm[j];
 			w.perm[j] = t;
 		}
-		/* Batches of whole chunks, ordered by head within the batch. */
-		for (int c0 = 0, c1; c0 < nc; c0 = c1) {
-			int B = 0;
-			for (c1 = c0; c1 < nc && B + w.csize[w.perm[c1]] <= TLP_BMAX; c1++)
-				B += w.csize[w.perm[c1]];
-			/* insertion sort of the batch's chunks by head (few chunks) */
-			for (int i = c0 + 1; i < c1; i++) {
-				int c = w.perm[i], hk = tr->head ? tr->head[w.order[w.chunk[c]]] : 0, j = i;
-				while (j > c0 && (tr->head ? tr->head[w.order[w.chunk[w.perm[j - 1]]]] : 0) > hk) {
-					w.perm[j] = w.perm[j - 1];
-					j--;
-				}
-				w.perm[j] = c;
-			}
-			int b = 0, ng = 0;
-			for (int i = c0; i < c1; i++) {
-				int c = w.perm[i];
-				for (int k = 0; k < w.csize[c]; k++, b++) {
-					int row = w.order[w.chunk[c] + k];
-					memcpy(w.xb + (size_t)b * d, tr->x + (size_t)row * d, sizeof *w.xb * d);
-					w.yb[b] = tr->y[row];
-					w.bhead[b] = tr->head ? tr->head[row] : 0;
-				}
-				w.bgroup[ng++] = (unsigned)w.csize[c];
-			}
-			net_forward(n, w.score, w.xb, w.bhead, B);
-			memset(w.dscore, 0, sizeof *w.dscore * (size_t)B);
-			if (rank)
-				nn_lambdarank_loss(w.dscore, w.work, w.score, w.yb, w.bgroup, ng);
-			else
-				nn_mse_loss(w.dscore, w.score, w.yb, NULL, B);
+		double share = tk ? draw_ticket(n, tr, &w, nc, rank, tk) : 1;
+		for (int c0 = 0, B, ng; c0 < nc;) {
+			c0 = next_batch(tr, &w, c0, nc, &B, &ng);
 			nn_zero(n->grad, n->nparam);
-			net_backward(n, w.dscore, w.bhead, B);
+			batch_grad(n, &w, B, ng, rank);
+			for (size_t i = 0; tk && i < n->nparam; i++)
+				if (!w.mask[i])
+					n->grad[i] = 0; /* clip what is applied */
 			nn_clip_grad_norm(n->grad, n->nparam, 1.0f);
-			opt.lr = nn_lr_schedule(TLP_LR, step++, steps_epoch, total, 0.01f);
-			nn_adam_step(n->param, w.m, w.v, n->grad, n->nparam, &opt);
+			opt.lr = nn_lr_schedule(lr, step++, steps_epoch, total, 0.01f);
+			nn_adam_step_masked(n->param, w.m, w.v, n->grad, tk ? w.mask : NULL, n->nparam, &opt,
+			                    tk ? tk->decay : 0);
+			trained += share;
 		}
 	}
+	if (tk)
+		tk->trained = step ? trained / step : 0;
+	if (nstep)
+		*nstep = step;
 done:
 	fitwork_free(&w);
 	return rc;
@@ -584,7 +661,7 @@ static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void *
 		epochs = (TLP_MINSTEPS + steps - 1) / steps;
 		epochs = epochs > TLP_EPOCHS ? epochs : TLP_EPOCHS;
 	}
-	if ((rc = train(n, tr, epochs, p->rank, r))) {
+	if ((rc = train(n, tr, epochs, p->rank, TLP_LR, NULL, r, NULL))) {
 		net_free(n);
 		return rc;
 	}
@@ -609,7 +686,38 @@ static int tupdate(void *s, const cm_params *p, const cm_data *all)
 		r = &own;
 	}
 	int steps = (all->n + TLP_BMAX - 1) / TLP_BMAX;
-	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, r);
+	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, TLP_LR, NULL, r, NULL);
+}
+
+/* Adapt to a target's rows: fine-tune every parameter, or Moses' ticket.
+ * By default TLP_EPOCHS epochs (Moses' 30) at TLP_ADAPT_LR. */
+static int tadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_data *tr,
+                  cm_adapt_info *info)
+{
+	tlp_net *n = s;
+	tk_rng own, *r = p->rng;
+	if (tr->d != n->E * n->L)
+		return tk_seterr(TK_EINVAL, "tlp: the model takes %d features per row, got %d",
+		                 n->E * n->L, tr->d);
+	if (tr->n < 2)
+		return tk_seterr(TK_EINVAL, "tlp: %d rows to adapt on, need at least 2", tr->n);
+	for (int i = 0; i < tr->n; i++)
+		if (!isfinite(tr->y[i]))
+			return tk_seterr(TK_EINVAL, "tlp: label %d is not a number", i);
+	if (!r) {
+		tk_rng_seed(&own, p->seed, 0x746c7061);
+		r = &own;
+	}
+	int epochs = a->epochs > 0 ? a->epochs : TLP_EPOCHS;
+	tlp_ticket tk = { a->ratio, a->threshold, (float)a->decay, 1 };
+	int ticket = a->method == CM_ADAPT_TICKET, rc;
+	if (a->method != CM_ADAPT_FINETUNE && !ticket)
+		return tk_seterr(TK_EINVAL, "tlp adapts by fine-tuning or a lottery ticket");
+	rc = train(n, tr, epochs, n->rank, a->lr > 0 ? (float)a->lr : TLP_ADAPT_LR, ticket ? &tk : NULL, r,
+	           &info->steps);
+	info->epochs = epochs;
+	info->trained = tk.trained;
+	return rc;
 }
 
 static uint64_t shape_tag(const tlp_net *n)
@@ -702,6 +810,8 @@ const cm_kind cm_tlp = {
 	.fit = tfit,
 	.update = tupdate,
 	.predict = tpredict,
+	.adapts = CM_ADAPT_FINETUNE | CM_ADAPT_TICKET,
+	.adapt = tadapt,
 	.save = tsave,
 	.load = tload,
 	.describe = tdescribe,
@@ -716,6 +826,8 @@ const cm_kind cm_mtl_tlp = {
 	.fit = tfit,
 	.update = tupdate,
 	.predict = tpredict,
+	.adapts = CM_ADAPT_FINETUNE | CM_ADAPT_TICKET,
+	.adapt = tadapt,
 	.save = tsave,
 	.load = tload,
 	.describe = tdescribe,

@@ -322,6 +322,31 @@ out:
 	return rc;
 }
 
+int xgb_continue(xgb_model *m, const xgb_params *p, const xgb_data *train, int rounds)
+{
+	DMatrixHandle dm = NULL;
+	int rc;
+	assert(m && p && rounds >= 0);
+	if (!p->objective)
+		return tk_seterr(TK_EINVAL, "xgboost: bad parameters");
+	if ((rc = data_check(train, m->d, "training")))
+		return rc;
+	xgb_quiet();
+	if ((rc = dmat_new(train, &dm)) || (rc = set_params(m->h, p)))
+		goto out;
+	for (int i = 0; i < rounds; i++) {
+		if (XGBoosterUpdateOneIter(m->h, m->rounds, dm)) {
+			rc = xgb_err(TK_EIO, "training failed");
+			goto out;
+		}
+		m->rounds++;
+	}
+out:
+	if (dm)
+		XGDMatrixFree(dm);
+	return rc;
+}
+
 int xgb_predict(xgb_model *m, const float *x, int n, int d, float *out)
 {
 	return xgb_predict_margin(m, x, n, d, NULL, out);

@@ -60,6 +60,13 @@ typedef struct xgb_model xgb_model;
  * libxgboost fails. */
 int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
               xgb_model **out);
+/* Add rounds boosting rounds to m trained on train (rows of m's feature
+ * length) with p's parameters (p->rounds and early_stop are not used): the
+ * new trees fit what m's predictions so far leave, XGBoost's training
+ * continuation, so m becomes a warm-started model of train. TK_EINVAL for
+ * inconsistent data, TK_EIO when libxgboost fails; on error m may hold
+ * some of the new rounds. */
+int xgb_continue(xgb_model *m, const xgb_params *p, const xgb_data *train, int rounds);
 /* Predict n rows of d features (d must be the training set's) into out[n],
  * using every kept round. */
 int xgb_predict(xgb_model *m, const float *x, int n, int d, float *out);

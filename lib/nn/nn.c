@@ -195,6 +195,24 @@ void nn_adam_step(float *param, float *m, float *v, const float *grad, size_t n,
 	}
 }
 
+void nn_adam_step_masked(float *param, float *m, float *v, const float *grad,
+                         const unsigned char *mask, size_t n, nn_adam *o, float decay)
+{
+	o->t++;
+	float c1 = 1.0f - powf(o->beta1, (float)o->t), c2 = 1.0f - powf(o->beta2, (float)o->t);
+	for (size_t i = 0; i < n; i++) {
+		if (mask && !mask[i]) {
+			param[i] -= o->lr * decay * param[i];
+			continue;
+		}
+		float g = grad[i];
+		m[i] = o->beta1 * m[i] + (1 - o->beta1) * g;
+		v[i] = o->beta2 * v[i] + (1 - o->beta2) * g * g;
+		float mh = m[i] / c1, vh = v[i] / c2;
+		param[i] -= o->lr * (mh / (sqrtf(vh) + o->eps) + o->weight_decay * param[i]);
+	}
+}
+
 void nn_sgd_step(float *param, float *vel, const float *grad, size_t n, float lr,
                  float momentum, float weight_decay)
 {
@@ -230,4 +248,79 @@ float nn_lr_schedule(float lr, int step, int warmup, int total, float final_frac
 	double p = (double)(step - warmup) / (double)(total - warmup);
 	double c = 0.5 * (1 + cos(M_PI * p));
 	return (float)(lr * (final_frac + (1 - final_frac) * c));
+}
+
+/* ---- lottery tickets ----------------------------------------------------- */
+
+void nn_saliency(float *xi, const float *param, const float *grad, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		xi[i] = fabsf(param[i] * grad[i]);
+}
+
+/* The k-th largest (0-based) of a[0..n), which it reorders: selection by
+ * three-way partitions (ties fall in the middle part at once) around a
+ * median-of-three pivot. */
+static float kth_largest(float *a, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n; /* the answer is in a[lo..hi) */
+	while (hi - lo > 1) {
+		float x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
+		float pivot = x > y ? (y > z ? y : x > z ? z : x) : (x > z ? x : y > z ? z : y);
+		/* [lo, gt) > pivot, [gt, i) == pivot, [lt, hi) < pivot */
+		size_t gt = lo, i = lo, lt = hi;
+		while (i < lt) {
+			float t = a[i];
+			if (t > pivot) {
+				a[i++] = a[gt];
+				a[gt++] = t;
+			} else if (t < pivot) {
+				a[i] = a[--lt];
+				a[lt] = t;
+			} else {
+				i++;
+			}
+		}
+		if (k < gt)
+			hi = gt;
+		else if (k >= lt)
+			lo = lt;
+		else
+			return pivot;
+	}
+	return a[lo];
+}
+
+size_t nn_ticket_mask(unsigned char *mask, const float *xi, size_t n, double ratio,
+                      double threshold, float *work)
+{
+	size_t kept = 0;
+	if (n == 0)
+		return 0;
+	if (threshold > 0) {
+		float top = 0;
+		for (size_t i = 0; i < n; i++)
+			top = xi[i] > top ? xi[i] : top;
+		for (size_t i = 0; i < n; i++) {
+			mask[i] = top > 0 && xi[i] >= (float)threshold * top;
+			kept += mask[i];
+		}
+		return kept;
+	}
+	size_t k = (size_t)floor((ratio < 0 ? 0 : ratio > 1 ? 1 : ratio) * (double)n + 0.5);
+	if (k == 0 || k == n) {
+		memset(mask, k == n, n);
+		return k;
+	}
+	memcpy(work, xi, sizeof *work * n);
+	float bar = kth_largest(work, n, k - 1);
+	size_t above = 0;
+	for (size_t i = 0; i < n; i++)
+		above += xi[i] > bar;
+	size_t ties = k - above; /* of those equal to bar, the first in index order */
+	for (size_t i = 0; i < n; i++) {
+		mask[i] = xi[i] > bar || (xi[i] == bar && ties > 0 && ties--);
+		kept += mask[i];
+	}
+	return kept;
 }

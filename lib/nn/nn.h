@@ -232,6 +232,30 @@ void nn_sgd_step(float *param /* (P) */, float *vel /* (P) or NULL */,
                  float weight_decay);
 /* Scale grad so its L2 norm is at most max_norm; returns the norm before. */
 float nn_clip_grad_norm(float *grad /* (P) */, size_t n, float max_norm);
+/* ---- lottery tickets (Moses) ------------------------------------------ */
+/* Moses (Zhang et al., IJCAI 2022, eq. 5 and 7) adapts a trained model to
+ * new hardware by splitting its parameters by their saliency on the
+ * target's data, xi_i = |w_i * dL/dw_i|: the most salient (transferable,
+ * the "winning ticket") are trained by gradient descent, the others only
+ * decay toward zero. */
+
+/* xi[i] = |param[i] * grad[i]|. */
+void nn_saliency(float *xi /* (P) */, const float *param /* (P) */, const float *grad /* (P) */,
+                 size_t n);
+/* Mark in mask[n] (1: transferable, 0: not) the parameters of the top
+ * share ratio by saliency (0 <= ratio <= 1; exactly round(ratio * n) of
+ * them, ties taken in index order), or, when threshold > 0, those with
+ * xi[i] >= threshold * max(xi) (none if every xi is 0). work holds n
+ * floats of scratch. Returns the number marked; cannot fail. */
+size_t nn_ticket_mask(unsigned char *mask /* (P) */, const float *xi /* (P) */, size_t n,
+                      double ratio, double threshold, float *work /* (P) */);
+/* One step of o->t: an Adam(W) step as nn_adam_step on the parameters with
+ * mask[i] != 0; the others are not trained but decay toward zero,
+ * param -= lr * decay * param (Moses' eq. 7), and their moments are left
+ * as they are. mask NULL: every parameter is trained. */
+void nn_adam_step_masked(float *param /* (P) */, float *m /* (P) */, float *v /* (P) */,
+                         const float *grad /* (P) */, const unsigned char *mask /* (P) or NULL */,
+                         size_t n, nn_adam *o, float decay);
 /* Learning rate at step (0-based) of total: linear warm-up from 0 over
  * warmup steps, then cosine decay from lr to lr*final_frac at total. */
 float nn_lr_schedule(float lr, int step, int warmup, int total, float final_frac);

@@ -320,6 +320,24 @@ const char *sp_value_text(const sp_space *s, int k, const sp_config *c, char *bu
 	return buf;
 }
 
+uint64_t sp_space_hash(const sp_space *s)
+{
+	uint64_t h = 0;
+	char buf[128];
+	sp_config c;
+	memset(&c, 0, sizeof c);
+	for (int k = 0; k < s->nknob; k++) {
+		h = tk_hash64(s->knob[k].name, strlen(s->knob[k].name) + 1, h);
+		for (int v = 0; v < s->knob[k].n; v++) {
+			c.v[k] = v;
+			sp_value_text(s, k, &c, buf, sizeof buf);
+			h = tk_hash64(buf, strlen(buf) + 1, h);
+		}
+		c.v[k] = 0;
+	}
+	return h ? h : 1;
+}
+
 void sp_format(tk_sb *sb, const sp_space *s, const sp_config *c)
 {
 	char buf[96];

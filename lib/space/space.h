@@ -110,6 +110,11 @@ void sp_format(tk_sb *sb, const sp_space *s, const sp_config *c);
 
 /* The value text of knob k in c ("4x8x16", "j", "64"). Returns buf. */
 const char *sp_value_text(const sp_space *s, int k, const sp_config *c, char *buf, int nbuf);
+/* A hash of the knobs' names and value texts, in order: equal for two
+ * spaces with the same knobs and candidates (the same kernel's search
+ * space, measured on two devices or at two problem sizes), whether built
+ * from a template or imported. Never 0. */
+uint64_t sp_space_hash(const sp_space *s);
 
 /* Uniformly random configuration (among those within the register limit,
  * below, when one is set). */

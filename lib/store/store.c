@@ -1121,7 +1121,7 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		"SELECT r.id, r.seed, r.hardware_id, r.argv, r.method, r.replay, h.key,"
 		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
 		" min(CASE WHEN m.valid THEN m.median END), l.search, l.fit, l.compile, l.run,"
-		" l.compiled, l.cached, l.codegen, l.reference, l.store"
+		" l.compiled, l.cached, l.codegen, l.reference, l.store, l.measured, l.predicted"
 		" FROM run r LEFT JOIN hardware h ON h.id = r.hardware_id"
 		" LEFT JOIN measurement m ON m.run_id = r.id"
 		" LEFT JOIN (SELECT run_id,"
@@ -1133,7 +1133,9 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		"  sum(CASE WHEN key = 'seconds:store' THEN value END) AS store,"
 		"  sum(CASE WHEN key = 'seconds:run' THEN value END) AS run,"
 		"  sum(CASE WHEN key = 'kernels:compiled' THEN value END) AS compiled,"
-		"  sum(CASE WHEN key = 'kernels:cached' THEN value END) AS cached"
+		"  sum(CASE WHEN key = 'kernels:cached' THEN value END) AS cached,"
+		"  sum(CASE WHEN key LIKE 'trials:measured:%' THEN value END) AS measured,"
+		"  sum(CASE WHEN key LIKE 'trials:predicted:%' THEN value END) AS predicted"
 		"  FROM run_log GROUP BY run_id) l ON l.run_id = r.id"
 		" GROUP BY r.id ORDER BY r.id", &st);
 	if (rc)
@@ -1160,6 +1162,8 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		r.codegen_s = col_real(st, 18, -1);
 		r.ref_s = col_real(st, 19, -1);
 		r.store_s = col_real(st, 20, -1);
+		r.measured = col_real(st, 21, -1);
+		r.predicted = col_real(st, 22, -1);
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}

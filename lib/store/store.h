@@ -137,6 +137,9 @@ typedef struct store_runinfo {
 	 * the reference (part of run_s), of storing the records */
 	double search_s, fit_s, compile_s, run_s, compiled, cached;
 	double codegen_s, ref_s, store_s;
+	/* tune's adaptive controller: trials measured and trials the model
+	 * answered, summed over tasks; < 0 when the run logged none */
+	double measured, predicted;
 } store_runinfo;
 typedef int (*store_run_cb)(void *ctx, const store_runinfo *r);
 /* All runs in id order. */

@@ -14,6 +14,7 @@
 #include "features/feature.h"
 #include "measure/measure.h"
 #include "store/store_models.h"
+#include "store/store_tuning.h"
 #include "task/te.h"
 
 /* ---- the set ------------------------------------------------------------ */
@@ -46,6 +47,7 @@ typedef struct tr_row {
 	const float *x;
 	int d;
 	int head;
+	uint64_t space;
 } tr_row;
 
 static int set_add(tr_set *ts, const tr_row *r)
@@ -64,6 +66,7 @@ static int set_add(tr_set *ts, const tr_row *r)
 		memset(last, 0, sizeof *last);
 		last->id = r->task_id;
 		last->head = r->head;
+		last->space = r->space;
 		last->first = ts->n;
 		if (!(last->key = strdup(r->key)) || (r->op && !(last->op = strdup(r->op))))
 			return tk_seterr(TK_ENOMEM, "out of memory");
@@ -167,7 +170,7 @@ static int got_row(void *ctx, const store_train_row *r)
 		return 0;
 	}
 	tr_row row = { r->task_id, r->meas_id, r->hardware_id, r->task, NULL, r->valid, r->median,
-	               r->flops, r->x, r->n, 0 };
+	               r->flops, r->x, r->n, 0, 0 };
 	if ((f->rc = set_add(ts, &row)))
 		return 1;
 	return 0;
@@ -233,7 +236,7 @@ static int load_aux(tk_store *st, int feat, int64_t hw, int head, tr_set *ts)
 			double lat = aux.lat[i];
 			tr_row r = { tk->id, aux.meas[i], aux.hw[i], tk->key, tk->op, lat > 0,
 			             lat > 0 ? lat : 0, lat > 0 ? aux.thr[i] * lat : 0,
-			             aux.xbuf + aux.xoff[i], aux.nx[i], head };
+			             aux.xbuf + aux.xoff[i], aux.nx[i], head, tk->space };
 			rc = set_add(ts, &r);
 		}
 	}
@@ -346,13 +349,39 @@ done:
 
 typedef struct history {
 	tr_set *ts;
+	tk_store *hs;
 	int feat;
 	char *key;            /* the task of the last record */
 	ms_task *mt;          /* its template, NULL if it has none */
+	sp_space *own;        /* or its imported space, NULL if neither */
+	const sp_space *space;/* whichever it has, NULL if none */
+	uint64_t hash;        /* sp_space_hash(space) */
+	double flops;
 	int d;
 	float *x;             /* (D) */
 	int rc;
 } history;
+
+/* The space of task key in H->hs: its template's, or the one an import
+ * stored; H->space NULL if it has neither or feat does not apply. */
+static void history_task(history *H, const char *key)
+{
+	char *json = NULL;
+	if (!ms_task_open(key, 0, &H->mt)) {
+		H->space = H->mt->space;
+		H->flops = H->mt->prog->flops;
+	} else if (!store_task_space_json(H->hs, key, &json) && json &&
+	           !sp_space_from_json(json, &H->own)) {
+		H->space = H->own;
+		if (store_task_flops(H->hs, key, &H->flops))
+			H->flops = 0;
+	}
+	free(json);
+	if (H->space && feat_length(H->feat, H->space, &H->d))
+		H->space = NULL; /* features that do not apply: itervar of an imported space */
+	if (H->space)
+		H->hash = sp_space_hash(H->space);
+}
 
 static int got_record(void *p, const store_rec *rec)
 {
@@ -361,24 +390,26 @@ static int got_record(void *p, const store_rec *rec)
 	if (!H->key || strcmp(H->key, rec->task)) {
 		free(H->key);
 		ms_task_free(H->mt);
+		sp_space_free(H->own);
 		H->mt = NULL;
+		H->own = NULL;
+		H->space = NULL;
 		if (!(H->key = strdup(rec->task)))
 			return H->rc = tk_seterr(TK_ENOMEM, "out of memory"), 1;
-		if (ms_task_open(rec->task, 0, &H->mt) || feat_length(H->feat, H->mt->space, &H->d)) {
-			ms_task_free(H->mt);
-			H->mt = NULL; /* imported or foreign task, or features that do not apply */
-		} else {
+		history_task(H, rec->task);
+		if (H->space) {
 			float *x = realloc(H->x, sizeof *x * (size_t)(H->d > 0 ? H->d : 1));
 			if (!x)
 				return H->rc = tk_seterr(TK_ENOMEM, "out of memory"), 1;
 			H->x = x;
 		}
 	}
-	if (!H->mt || sp_parse(H->mt->space, rec->config, &c) ||
-	    feat_extract(H->feat, H->mt->space, &c, H->x, NULL))
+	if (!H->space || sp_parse(H->space, rec->config, &c) ||
+	    feat_extract(H->feat, H->space, &c, H->x, NULL))
 		return 0;
-	tr_row row = { rec->task_id, rec->id, rec->hardware_id, rec->task, H->mt->prog->op,
-	               rec->valid, rec->median, H->mt->prog->flops, H->x, H->d, 0 };
+	tr_row row = { rec->task_id, rec->id, rec->hardware_id, rec->task,
+	               H->mt ? H->mt->prog->op : NULL, rec->valid, rec->median, H->flops, H->x,
+	               H->d, 0, H->hash };
 	if ((H->rc = set_add(H->ts, &row)))
 		return 1;
 	return 0;
@@ -386,12 +417,17 @@ static int got_record(void *p, const store_rec *rec)
 
 int tr_set_from_history(tk_store *hs, const char *hw_key, int feat, tr_set *ts)
 {
-	history H = { ts, feat, NULL, NULL, 0, NULL, TK_OK };
+	history H;
+	memset(&H, 0, sizeof H);
+	H.ts = ts;
+	H.hs = hs;
+	H.feat = feat;
 	int rc = store_hw_records(hs, hw_key, got_record, &H);
 	if (rc == 1)
 		rc = H.rc;
 	free(H.key);
 	ms_task_free(H.mt);
+	sp_space_free(H.own);
 	free(H.x);
 	return rc;
 }
@@ -706,6 +742,12 @@ int tr_write_model(tk_store *st, const char *path, cm_model *m, const mf_meta *m
 int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
             const cm_params *p, int64_t *model_id)
 {
+	return tr_save_meta(st, path, f, src, feat, p, NULL, model_id);
+}
+
+int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
+                 const cm_params *p, const mf_meta *extra, int64_t *model_id)
+{
 	mf_meta mm;
 	char v[8][48];
 	int rc;
@@ -727,6 +769,8 @@ int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *sr
 		rc = mf_set(&mm, kv[i][0], kv[i][1]);
 	if (!rc && p->tree_method)
 		rc = mf_set(&mm, "tree_method", p->tree_method);
+	for (int i = 0; extra && i < extra->n && !rc; i++)
+		rc = mf_set(&mm, extra->key[i], extra->val[i]);
 	if (!rc)
 		rc = meta_metrics(&mm, "holdout", &f->mhold);
 	if (!rc)

@@ -29,6 +29,7 @@ typedef struct tr_task {
 	int64_t id;          /* task id in the store (0 if unknown) */
 	char *key;
 	char *op;            /* operator (history sets), or NULL */
+	uint64_t space;      /* history sets: sp_space_hash of its search space */
 	int first, n;        /* rows first .. first+n-1 */
 	int d;               /* longest feature vector of its rows */
 	int holdout;         /* held out by tr_split */
@@ -88,9 +89,11 @@ typedef struct tr_source {
 int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src);
 
 /* The records of hardware hw_key in hs with features of kind feat
- * extracted from their configurations: the records of template tasks
- * whose configurations parse (others are skipped); each task's op is set.
- * TK_OK with an empty set if there are none. */
+ * extracted from their configurations: the records of template tasks, and
+ * of imported tasks whose search space hs keeps (Kernel Tuner, AutoTVM;
+ * knob features only), whose configurations parse (others are skipped).
+ * Each task's op (template tasks) and space hash are set. TK_OK with an
+ * empty set if there are none. */
 int tr_set_from_history(tk_store *hs, const char *hw_key, int feat, tr_set *ts);
 
 /* ---- labels and split --------------------------------------------------- */
@@ -235,5 +238,70 @@ typedef struct tr_meta_hooks {
  * stays unfinished, nothing else is written). */
 int tr_pretrain_meta(tk_store *st, const tr_meta_opts *o, const tr_meta_hooks *h,
                      tr_meta_result *res);
+
+/* The same with extra keys (may be NULL) added to the meta. */
+int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
+                 const cm_params *p, const mf_meta *extra, int64_t *model_id);
+
+/* ---- transfer ---------------------------------------------------------------- */
+
+/* A way of transfer: a row of tr_methods[]. */
+typedef struct tr_method {
+	const char *name;
+	const char *summary;
+	int adapt;               /* the CM_ADAPT_* way the model's row must have, or 0 */
+	int scratch;             /* 1: a new model of the source's kind and features,
+	                            fit on the target's rows alone (the baseline) */
+} tr_method;
+
+extern const tr_method tr_methods[];
+extern const int tr_nmethods;
+/* The method named name; TK_EINVAL "unknown transfer method 'x' (a, b)"
+ * if there is none. */
+int tr_method_lookup(const char *name, const tr_method **out);
+
+typedef struct tr_transfer_opts {
+	const tr_method *method;
+	const char *hardware;    /* the target: a hardware id or key */
+	int64_t *ids;            /* only these measurements (sorted in place), or NULL */
+	int nid;
+	double fraction;         /* adapt on this share of the target's records
+	                            (0 < fraction <= 1), drawn at random */
+	int64_t budget;          /* and on at most this many; 0: no limit */
+	uint64_t seed;
+	int rounds;              /* scratch: the kind's rounds or epochs, 0: default */
+	cm_adapt_opts adapt;     /* its method is set from method */
+} tr_transfer_opts;
+
+typedef struct tr_transfer {
+	mf_meta src_meta;        /* the source model file's header */
+	int feat;                /* its feature kind */
+	tr_set ts;               /* the target's records */
+	tr_source src;           /* the target hardware */
+	tr_fit f;                /* f.m: the adapted model; f.train: the rows it
+	                            adapted on, f.hold: the target's other rows,
+	                            with their metrics (f.mtrain, f.mhold) */
+	cm_metrics msource;      /* the source model as it was, on f.hold (on
+	                            f.train when nothing is held out) */
+	cm_adapt_info info;
+} tr_transfer;
+
+/* Read the model file at model_path, check that o->method can transfer
+ * its kind, load the target's records that have features of the model's
+ * kind (tr_load; feature kind, version and length must match the
+ * model's), keep a random share of them to adapt on and the rest to
+ * measure on, measure the source model, adapt it (or fit the scratch
+ * baseline) and measure the result. Writes nothing. TK_EINVAL with a
+ * message for a method that cannot transfer the model, a hardware without
+ * records, features that do not match, too few records to adapt on; as
+ * cm_read for the model file, but TK_EINVAL for a file that is not a
+ * model (rather than TK_ECORRUPT, which is the store's). Free t with tr_transfer_free() either way. */
+int tr_transfer_run(tk_store *st, const char *model_path, const tr_transfer_opts *o,
+                    tr_transfer *t);
+void tr_transfer_free(tr_transfer *t);
+/* Write the adapted model as tr_save does, with the keys transfer_method,
+ * source_hardware and (for a ticket) transfer_trained in its meta. */
+int tr_transfer_save(tk_store *st, const char *path, const tr_transfer *t,
+                     const tr_transfer_opts *o, int64_t *model_id);
 
 #endif

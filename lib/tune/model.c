@@ -10,12 +10,19 @@
  *
  * Transfer learning, as AutoTVM's XGBoostCostModel with a base model (for
  * models that take one, CM_TRANSFER): the base model is trained on history
- * records (other runs, the same hardware, the same operator) by the
- * training pipeline (train/train.h); the task's own model is then fit on
+ * records (other runs, the same hardware or --transfer-hardware; tasks of
+ * the same operator, or for imported tasks the same task key or knob
+ * space, with features of the same length) by the training pipeline
+ * (train/train.h); the task's own model is then fit on
  * top of the base model's output weighted by 1 / 2^(n / 64), n the task's
  * records so far, and predicts on top of it the same way, until that
  * weight falls under 0.05 and the base model is dropped. Before the first
  * record the plan comes from the base model alone.
+ *
+ * A trained model of a file (--model-file) scores every task as it is, or
+ * with --adapt, a copy of it per task is adapted to the task's records at
+ * every refit by a transfer method (Moses' ticket, fine-tuning, more
+ * boosting rounds: cm_adapt), online transfer as Moses tunes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -150,6 +157,22 @@ static int base_margin(tn_task *t, const float *x, int n, int d, float *margin)
 	return rc;
 }
 
+/* Online transfer (o->adapt): t's model starts as a copy of the trained
+ * model of the file and is adapted further on all of t's records at each
+ * refit, by the transfer method's way (cm_adapt). */
+static int adapt_fixed(tn_ctx *C, tn_task *t, const cm_params *p, const cm_data *train)
+{
+	int rc;
+	if (!t->model && (rc = cm_clone(C->fixed, &t->model))) /* run.c clones it first */
+		return rc;
+	cm_adapt_opts a;
+	cm_adapt_default(&a);
+	a.method = C->adapt;
+	cm_params q = *p;
+	q.rounds = 0;
+	return cm_adapt(t->model, &q, &a, train, NULL);
+}
+
 int model_fit(tn_ctx *C, tn_task *t)
 {
 	int d, rc;
@@ -184,7 +207,9 @@ int model_fit(tn_ctx *C, tn_task *t)
 		train.margin = margin;
 	}
 	fit_params(C, t, &p);
-	if (t->model)
+	if (C->adapt)
+		rc = adapt_fixed(C, t, &p, &train);
+	else if (t->model)
 		rc = cm_update(t->model, &p, &train);
 	else
 		rc = cm_fit(C->mk, &p, &train, NULL, &t->model);
@@ -255,9 +280,11 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 
 /* ---- transfer learning: the base model ---------------------------------------- */
 
-/* Train t's base model on the history tasks of its operator and feature
- * length (labels y, normalised per task); *used receives the rows (0: too
- * few, no base model). */
+/* Train t's base model on the history tasks like it (labels y, normalised
+ * per task): of its feature length and its operator (template tasks), or
+ * the same task or knob space (imported tasks: the same kernel measured on
+ * other hardware or at other sizes). *used receives the rows (0: too few,
+ * no base model). */
 static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, char *sel,
                       int64_t *used)
 {
@@ -265,11 +292,14 @@ static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, ch
 	tr_part pt;
 	cm_params p;
 	*used = 0;
-	if (!t->mt || feat_length(C->feat, t->space, &d))
+	if (feat_length(C->feat, t->space, &d))
 		return TK_OK;
+	uint64_t space = sp_space_hash(t->space);
 	for (int k = 0; k < H->ntask; k++) {
 		const tr_task *h = &H->tasks[k];
-		int same = h->op && h->d == d && !strcmp(h->op, t->mt->prog->op);
+		int same = h->d == d &&
+		           ((h->op && t->mt && !strcmp(h->op, t->mt->prog->op)) ||
+		            !strcmp(h->key, t->key) || (h->space && h->space == space));
 		memset(&sel[h->first], same, (size_t)h->n);
 		n += same ? h->n : 0;
 	}
@@ -315,8 +345,8 @@ int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, tk_store *hs
 	}
 	if (!rc && *nrec == 0)
 		rc = tk_seterr(TK_EINVAL, "%s: too little history for transfer: %d usable records on "
-		               "hardware %s, fewer than %d of any tuned task's operator", hs_name, H.n,
-		               hw_key, HISTORY_MIN);
+		               "hardware %s, fewer than %d of any tuned task's operator, task or knob"
+		               " space", hs_name, H.n, hw_key, HISTORY_MIN);
 done:
 	free(y);
 	free(sel);

@@ -13,6 +13,7 @@
 #include "record/record.h"
 #include "store/store_report.h"
 #include "store/store_tuning.h"
+#include "train/train.h"
 #include "tune_int.h"
 
 /* ---- options ------------------------------------------------------------- */
@@ -33,6 +34,11 @@ void tn_opts_default(tn_opts *o)
 	o->regtile = -1;
 	o->confirm = 8;
 	o->cover = 16;
+	snprintf(o->controller, sizeof o->controller, "none");
+	o->controller_cv = 0.1;
+	o->controller_share = 0.5;
+	o->controller_batches = 4;
+	o->controller_top = 8;
 	o->bo_kappa = 2;
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
@@ -251,6 +257,7 @@ typedef struct job {
 	double start;
 	int64_t used, invalid;
 	int64_t confirmed;  /* measurements of the confirmation */
+	int64_t final;      /* the controller's final measurements */
 	double clock0;      /* job_clock() when the budget started */
 	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
 	int64_t round;      /* trials per scheduling round: o->round, but at most
@@ -281,6 +288,159 @@ static int keep_results(job *J, tn_task *t, const tn_hooks *h, const ms_result *
 	return rc;
 }
 
+/* ---- the adaptive controller --------------------------------------------------
+ *
+ * Moses' adaptive controller (section 3.5), with --controller moses: a
+ * task's trials are measured until its cost model is certain, then the
+ * model answers the rest. Before each measured batch the model scores the
+ * batch's configurations, and the controller keeps the mean score of each
+ * batch; once the last controller_batches means have a coefficient of
+ * variation (their standard deviation over the absolute value of their
+ * mean) under controller_cv, or the task has measured controller_share of
+ * its trials (of the budget for one task, of an even share of it in a
+ * network), the task stops measuring, though never before its model's
+ * first fit. Its later trials are the model's alone: configurations the
+ * search plans on the model (a new plan on the same model when one runs
+ * out), scored and not measured, counted in the budget; after the budget
+ * the controller_top of them the model scores best are measured. The
+ * counts go to the run log per task (trials:measured:TASK with those final
+ * measurements, trials:predicted:TASK). */
+
+static int ctl_on(const tn_ctx *C)
+{
+	return !strcmp(C->o->controller, "moses");
+}
+
+static int has_model(const tn_ctx *C, const tn_task *t)
+{
+	return t->model || t->base || C->fixed;
+}
+
+/* The mean of the model's scores of cfg[0..n) into *mu. */
+static int ctl_score(tn_ctx *C, tn_task *t, const sp_config *cfg, int n, float *score, double *mu)
+{
+	int rc = model_predict(C, t, cfg, n, score);
+	double s = 0;
+	for (int i = 0; !rc && i < n; i++)
+		s += score[i];
+	*mu = n > 0 ? s / n : 0;
+	return rc;
+}
+
+/* Keep the controller_top best of n predicted configurations. */
+static int ctl_keep(const tn_ctx *C, tn_task *t, const sp_config *c, const float *s, int n)
+{
+	int k = C->o->controller_top;
+	if (k <= 0)
+		return TK_OK;
+	if (!t->ctop) {
+		t->ctop = malloc(sizeof *t->ctop * (size_t)k);
+		t->ctop_s = malloc(sizeof *t->ctop_s * (size_t)k);
+		if (!t->ctop || !t->ctop_s)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		int at = t->nctop < k ? t->nctop++ : -1;
+		if (at < 0) {
+			int worst = 0;
+			for (int j = 1; j < k; j++)
+				if (t->ctop_s[j] < t->ctop_s[worst])
+					worst = j;
+			if (!(s[i] > t->ctop_s[worst]))
+				continue;
+			at = worst;
+		}
+		t->ctop[at] = c[i];
+		t->ctop_s[at] = s[i];
+	}
+	return TK_OK;
+}
+
+/* After a measured batch of t (scored: the model's mean score mu of it):
+ * whether t stops measuring. */
+static void ctl_measured(const job *J, tn_task *t, int scored, double mu)
+{
+	const tn_opts *o = J->C.o;
+	int q = o->controller_batches;
+	if (scored)
+		t->cmean[t->ncmean++ % CTL_MAXQ] = mu;
+	if (!has_model(&J->C, t))
+		return;
+	double budget = J->ntask > 1 ? (double)o->trials / J->ntask : (double)o->trials;
+	if ((double)t->measured >= o->controller_share * budget) {
+		t->predicting = 1;
+		return;
+	}
+	if (t->ncmean < q)
+		return;
+	double m = 0, v = 0;
+	for (int i = 1; i <= q; i++)
+		m += t->cmean[(t->ncmean - i) % CTL_MAXQ];
+	m /= q;
+	for (int i = 1; i <= q; i++) {
+		double d = t->cmean[(t->ncmean - i) % CTL_MAXQ] - m;
+		v += d * d;
+	}
+	if (fabs(m) > 1e-12 && sqrt(v / q) / fabs(m) < o->controller_cv)
+		t->predicting = 1;
+}
+
+/* A batch of trials the model answers: planned, scored, not measured. */
+static int predict_batch(job *J, tn_task *t, int want, int *got)
+{
+	tn_ctx *C = &J->C;
+	sp_config *cfg = malloc(sizeof *cfg * (size_t)want);
+	float *score = malloc(sizeof *score * (size_t)want);
+	int n = 0, rc;
+	double mu, t0 = tk_now();
+	*got = 0;
+	if (!cfg || !score)
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	else if (!(rc = tuner_next_predicted(C, t, want, cfg, &n)) && n > 0 &&
+	         !(rc = ctl_score(C, t, cfg, n, score, &mu)))
+		rc = ctl_keep(C, t, cfg, score, n);
+	double think = tk_now() - t0;
+	J->tuner_s += think;
+	J->sim_clock += think;
+	if (!rc) {
+		J->used += n;
+		t->predicted += n;
+		*got = n;
+	}
+	free(cfg);
+	free(score);
+	return rc;
+}
+
+/* After the budget: measure the best predicted configurations of t. */
+static int ctl_final(job *J, tn_task *t, const tn_hooks *h)
+{
+	int n = t->nctop, rc;
+	ms_result *r = calloc((size_t)n, sizeof *r);
+	int64_t *ids = calloc((size_t)n, sizeof *ids);
+	double cost = 0;
+	if (!r || !ids) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = measurer_run(&J->C, t, t->ctop, n, r, &cost)))
+		goto done;
+	if (J->C.data)
+		for (int i = 0; i < n; i++)
+			r[i].at = J->sim_clock + cost * (i + 1) / n;
+	J->sim_clock += cost;
+	if (!(rc = keep_results(J, t, h, r, n, ids)))
+		rc = tuner_update(&J->C, t, t->ctop, r, n);
+	t->measured += n;
+	J->final += n;
+	t->nctop = 0;
+	ms_results_free(r, n);
+done:
+	free(r);
+	free(ids);
+	return rc;
+}
+
 static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 {
 	tn_ctx *C = &J->C;
@@ -294,9 +454,17 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
-	double t0 = tk_now();
+	double t0 = tk_now(), mu = 0;
+	int scored = 0;
 	if ((rc = tuner_next(C, t, want, cfg, &n)) || n == 0)
 		goto done;
+	if (ctl_on(C) && (scored = has_model(C, t))) {
+		float *score = malloc(sizeof *score * (size_t)n);
+		rc = score ? ctl_score(C, t, cfg, n, score, &mu) : tk_seterr(TK_ENOMEM, "out of memory");
+		free(score);
+		if (rc)
+			goto done;
+	}
 	double think = tk_now() - t0; /* replay: the model and search time is real */
 	J->tuner_s += think;
 	if ((rc = measurer_run(C, t, cfg, n, r, &cost)))
@@ -314,6 +482,9 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 	t0 = tk_now();
 	rc = tuner_update(C, t, cfg, r, n);
 	J->tuner_s += tk_now() - t0;
+	t->measured += n;
+	if (!rc && ctl_on(C))
+		ctl_measured(J, t, scored, mu);
 	if (!rc && (C->sk->flags & SR_CONTEXT_EPSILON) && t->fits > t->logged_fits) {
 		char key[600];
 		snprintf(key, sizeof key, "epsilon:%s", t->key);
@@ -446,6 +617,18 @@ static int log_time(job *J)
 		if (rc)
 			return rc;
 	}
+	for (int i = 0; i < J->ntask && ctl_on(&J->C); i++) {
+		char k[700];
+		int rc;
+		snprintf(k, sizeof k, "trials:measured:%s", J->tk[i]->key);
+		if ((rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, k,
+		                        (double)J->tk[i]->measured)))
+			return rc;
+		snprintf(k, sizeof k, "trials:predicted:%s", J->tk[i]->key);
+		if ((rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, k,
+		                        (double)J->tk[i]->predicted)))
+			return rc;
+	}
 	/* and per task the model's fits (refits and fine-tuning updates) */
 	for (int i = 0; J->C.model_based && i < J->ntask; i++) {
 		char k[600];
@@ -499,6 +682,24 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		                 o->feature);
 	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
 		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
+	if (o->adapt[0]) {
+		const tr_method *tm;
+		if (!o->model_file[0])
+			return tk_seterr(TK_EINVAL, "--adapt adapts a trained model: give --model-file");
+		if ((rc = tr_method_lookup(o->adapt, &tm)))
+			return rc;
+		if (!tm->adapt || !(C->mk->adapts & (unsigned)tm->adapt))
+			return tk_seterr(TK_EINVAL, "--adapt %s does not adapt a model of kind %s",
+			                 o->adapt, C->mk->name);
+		C->adapt = tm->adapt;
+	}
+	if (strcmp(o->controller, "none") && strcmp(o->controller, "moses"))
+		return tk_seterr(TK_EINVAL, "unknown controller '%s' (none, moses)", o->controller);
+	if (!strcmp(o->controller, "moses") && !C->model_based) {
+		cm_names(names, sizeof names, 0, 1);
+		return tk_seterr(TK_EINVAL, "the adaptive controller needs a model (%s) and a search"
+		                 " that plans on it", names);
+	}
 	if (o->transfer_hw[0] && !o->transfer_from[0])
 		return tk_seterr(TK_EINVAL, "a transfer hardware needs a history store (--transfer-from)");
 	if (o->transfer_from[0] && (!(C->mk->flags & CM_TRANSFER) || !C->model_based)) {
@@ -524,6 +725,9 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		return rc;
 	if (ntask < 1)
 		return tk_seterr(TK_EINVAL, "no task to tune");
+	if (resume_run > 0 && ctl_on(&J.C))
+		return tk_seterr(TK_EINVAL, "run %lld has the adaptive controller: its predicted trials"
+		                 " are not records, so it cannot be resumed", (long long)resume_run);
 	if ((o->replay[0] && !in->replay) || (o->transfer_from[0] && !in->history) ||
 	    (o->model_file[0] && !in->model))
 		return tk_seterr(TK_EINVAL, "the replay or history store or the model file is not open");
@@ -545,9 +749,10 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		                                         " takes %d", J.tk[i]->key, d, o->feature,
 		                                         in->model_d))))
 			goto done;
-	/* a model file that is a starting point (CM_FINETUNE): each task
-	 * fine-tunes its own copy on its records */
-	for (int i = 0; J.C.fixed && (cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) && i < ntask; i++)
+	/* a model file that is a starting point (CM_FINETUNE, or --adapt):
+	 * each task fine-tunes or adapts its own copy on its records */
+	for (int i = 0; J.C.fixed && ((cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) || J.C.adapt) &&
+	                i < ntask; i++)
 		if ((rc = cm_clone(J.C.fixed, &J.tk[i]->model)))
 			goto done;
 	/* the register file of the target measured on bounds the tiles drawn */
@@ -667,7 +872,8 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 				want = (int)left;
 			if (want > o->trials - J.used)
 				want = (int)(o->trials - J.used);
-			if ((rc = run_batch(&J, t, want, h, &got)))
+			if ((rc = t->predicting ? predict_batch(&J, t, want, &got)
+			                        : run_batch(&J, t, want, h, &got)))
 				goto done;
 			left -= got;
 			report(&J, t, o, h);
@@ -681,6 +887,9 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		t->rounds++;
 		t->hist[t->nhist++ % 8] = t->best_lat > 0 ? t->best_lat : 1e10;
 	}
+	for (int i = 0; i < ntask && ctl_on(&J.C); i++)
+		if (J.tk[i]->nctop > 0 && (rc = ctl_final(&J, J.tk[i], h)))
+			goto done;
 	/* a resumed run whose records go past the budget was confirmed; a
 	 * simulator's latencies are exact, nothing to confirm */
 	int exact = target && (target->flags & TK_TARGET_SIMULATED);
@@ -697,6 +906,10 @@ done:
 	res->hw_id = J.s.hw_id;
 	res->trials = J.used;
 	res->confirmed = J.confirmed;
+	for (int i = 0; J.tk && i < J.ntask && ctl_on(&J.C); i++) {
+		res->measured += J.tk[i]->measured;
+		res->predicted += J.tk[i]->predicted;
+	}
 	res->invalid = J.invalid;
 	res->seconds = tk_now() - J.start;
 	res->net_latency = J.tk && J.ntask == ntask ? net_latency(J.tk, ntask) : -1;

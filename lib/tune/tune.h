@@ -65,6 +65,10 @@ typedef struct tn_opts {
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char model_file[512];     /* a trained model (tn_stores.model) that scores
 	                             candidates as it is, never refit; "" for none */
+	char adapt[16];           /* with model_file: "" (never refit), or the
+	                             transfer method (moses, finetune, xgb-warm) that
+	                             adapts a copy of it to each task's records at
+	                             every refit */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */
@@ -72,11 +76,20 @@ typedef struct tn_opts {
 	                             measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
 	char network[256];        /* network name or file, "" if tasks given */
+	char controller[16];      /* "none", or "moses": Moses' adaptive controller
+	                             of what is measured (run.c) */
+	double controller_cv;     /* stop measuring a task when the CV of the model's
+	                             mean predictions over its last batches is under
+	                             this (0.1) */
+	double controller_share;  /* measure at most this share of a task's trials (0.5) */
+	int controller_batches;   /* the CV is over this many measured batches (4) */
+	int controller_top;       /* measure the best this many predicted configurations
+	                             of each task at the end (8) */
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
 
 /* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
- * confirm 8, cover 16. */
+ * confirm 8, cover 16, controller none (cv 0.1, share 0.5, 4 batches, top 8). */
 void tn_opts_default(tn_opts *o);
 
 /* The options described once (options.c): a row per field of tn_opts,
@@ -135,6 +148,9 @@ typedef struct tn_hooks {
 typedef struct tn_result {
 	int64_t run_id, hw_id, trials, invalid;
 	int64_t confirmed;        /* measurements of the confirmation, not in trials */
+	int64_t measured, predicted; /* the controller: trials measured (the final top
+	                             configurations included) and trials the model
+	                             answered; 0 without it */
 	double seconds;
 	double net_latency;       /* sum of weight x best latency per task, ranked as
 	                             report best ranks (store_best); < 0 if some task

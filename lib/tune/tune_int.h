@@ -23,6 +23,8 @@ typedef struct tn_fcache {
 
 /* ---- one task ------------------------------------------------------------- */
 
+#define CTL_MAXQ 1000     /* the controller's batches at most (controller_batches) */
+
 typedef struct tn_task {
 	char *key;
 	double flops, weight;
@@ -59,6 +61,15 @@ typedef struct tn_task {
 
 	tn_fcache fc;
 
+	/* the adaptive controller (run.c), with o->controller "moses" */
+	int predicting;       /* measuring stopped: the model answers the trials */
+	int64_t measured, predicted; /* trials of each kind in this process */
+	double cmean[CTL_MAXQ]; /* the model's mean score of each measured batch (ring) */
+	int ncmean;
+	sp_config *ctop;      /* the best predicted configurations (o->controller_top) */
+	float *ctop_s;        /* their scores */
+	int nctop;
+
 	/* scheduling */
 	int rounds;
 	double hist[8];       /* best latency after each of the last rounds */
@@ -75,6 +86,8 @@ typedef struct tn_ctx {
 	const sr_kind *sk;    /* the search's row (o->search) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
 	                         (o->model_file), or NULL */
+	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
+	                         copy of fixed adapted at every refit; 0: none */
 	int model_based;      /* the search plans on the model: a model and a
 	                         search with a plan operation */
 } tn_ctx;
@@ -84,6 +97,10 @@ typedef struct tn_ctx {
 /* Up to want configurations to measure next (fewer when the space runs
  * out; 0 sets t->done). */
 int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n);
+/* The same for trials the model answers alone (the adaptive controller):
+ * the plan's configurations without its random share, and when the plan
+ * runs out a new one searched on the same model, not refit. */
+int tuner_next_predicted(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n);
 /* Before the first trial: with a base model, plan the first batch on it. */
 int tuner_start(tn_ctx *C, tn_task *t);
 /* Learn from measured results. */
@@ -108,8 +125,10 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);
 /* Transfer learning (AutoTVM's load_history): train a base model per task
  * on the records of the history store hs measured on the hardware with
- * key hw_key (hs_name names it in messages), for tasks of the same
- * operator whose feature vectors have the same length. A task with fewer
+ * key or id hw_key (hs_name names it in messages), for tasks whose feature
+ * vectors have the same length and that are of the same operator, the
+ * same task (an imported task measured on other hardware) or have the
+ * same knob space (sp_space_hash). A task with fewer
  * than HISTORY_MIN such records gets none. *nrec receives the number of
  * history records used; TK_EINVAL if no task got a base model. */
 #define HISTORY_MIN 64

@@ -10,6 +10,7 @@
  * or annealing chains whose steps are measured). The model and the search
  * are rows of their tables (C->mk, C->sk): nothing here names one.
  */
+#include <assert.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -240,12 +241,13 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	return rc;
 }
 
-/* Fit the model and plan the next plan_len trials. */
-static int replan(tn_ctx *C, tn_task *t)
+/* A new plan of plan_len trials from the search on t's model, refit first
+ * when fit is set. */
+static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
 {
 	int rc, plan = plan_len(C), want = plan;
 	double t0 = tk_now();
-	rc = model_fit(C, t);
+	rc = fit ? model_fit(C, t) : TK_OK;
 	t->fit_s += tk_now() - t0;
 	if (rc)
 		return rc;
@@ -284,13 +286,18 @@ static int replan(tn_ctx *C, tn_task *t)
 		t->nplan = got;
 	}
 	t->plan_pt = 0;
-	t->fits++;
+	t->fits += fit;
 	rc = cover_orders(C, t);
 done:
 	free(cand);
 	free(sc);
 	free(pick);
 	return rc;
+}
+
+static int replan(tn_ctx *C, tn_task *t)
+{
+	return plan_on_model(C, t, 1);
 }
 
 int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
@@ -316,6 +323,30 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 				c = t->plan[t->plan_pt++];
 			}
 			rc = take(t, &c, out, n);
+		}
+	}
+	if (!rc && *n == 0)
+		t->done = 1;
+	return rc;
+}
+
+int tuner_next_predicted(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
+{
+	int rc = TK_OK, fresh = 0;
+	*n = 0;
+	assert(C->model_based);
+	while (*n < want && !space_exhausted(t) && !rc) {
+		while (t->plan_pt < t->nplan &&
+		       sr_set_has(&t->visited, sp_index(t->space, &t->plan[t->plan_pt])))
+			t->plan_pt++;
+		if (t->plan_pt < t->nplan) {
+			rc = take(t, &t->plan[t->plan_pt++], out, n);
+			fresh = 0;
+		} else if (fresh) {
+			break; /* a new plan found nothing unvisited */
+		} else {
+			rc = plan_on_model(C, t, 0);
+			fresh = 1;
 		}
 	}
 	if (!rc && *n == 0)
@@ -396,6 +427,8 @@ void tuner_task_free(tn_task *t)
 	free(t->xc);
 	free(t->ys);
 	free(t->plan);
+	free(t->ctop);
+	free(t->ctop_s);
 	cm_free(t->model);
 	cm_free(t->base);
 	if (t->search)

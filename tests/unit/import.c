@@ -180,6 +180,27 @@ TEST(test_custom_json)
 		free(j2);
 		sp_space_free(t);
 	}
+	/* the space hash: the same knobs and values hash the same, through
+	 * JSON or not; another value, name or order does not */
+	uint64_t h = sp_space_hash(s);
+	CHECK(h != 0);
+	const char *other[] = {
+		"{\"knobs\":[{\"name\":\"block_size_x\",\"values\":[16,32,64]},"
+		"{\"name\":\"use_shmem\",\"values\":[0,1]},{\"name\":\"prec\",\"values\":[\"half\",\"float\"]}]}",
+		"{\"knobs\":[{\"name\":\"block_size_y\",\"values\":[16,32,48]},"
+		"{\"name\":\"use_shmem\",\"values\":[0,1]},{\"name\":\"prec\",\"values\":[\"half\",\"float\"]}]}",
+		"{\"knobs\":[{\"name\":\"use_shmem\",\"values\":[0,1]},"
+		"{\"name\":\"block_size_x\",\"values\":[16,32,48]},{\"name\":\"prec\",\"values\":[\"half\",\"float\"]}]}",
+	};
+	CHECK_EQ_INT(sp_space_from_json(j, &t), TK_OK);
+	CHECK(t && sp_space_hash(t) == h);
+	sp_space_free(t);
+	for (int i = 0; i < 3; i++) {
+		t = NULL;
+		CHECK_EQ_INT(sp_space_from_json(other[i], &t), TK_OK);
+		CHECK(t && sp_space_hash(t) != h);
+		sp_space_free(t);
+	}
 	free(j);
 	sp_space_free(s);
 

@@ -800,6 +800,7 @@ TEST(cost_table_names_and_flags)
 		else
 			CHECK(!k->predict && !k->save && !k->load);
 		CHECK(!(k->flags & CM_UNCERTAINTY) == !k->predict_dist);
+		CHECK(!k->adapts == !k->adapt);
 		CHECK(!(k->flags & CM_EI) || (k->flags & CM_UNCERTAINTY));
 	}
 	cm_model *m = NULL;
@@ -921,6 +922,66 @@ TEST(cost_xgb_update_and_margin)
 	cm_free(m);
 }
 
+/* xgb warm start (cm_adapt by boosting): a model of one rule, reloaded
+ * from its payload as `tunekit transfer` does, continued on a few rows of
+ * a shifted rule, keeps its rounds, adds the new ones and fits the shifted
+ * rule better than before; it refuses the network ways and rows of
+ * another length. */
+TEST(cost_xgb_warm_start)
+{
+	enum { N = 300, NA = 60 };
+	static float x[N * SD], y[N], xa[N * SD], ya[N], p[N];
+	tk_rng r;
+	tk_rng_seed(&r, 12, 2);
+	synth(&r, N, x, y);
+	synth(&r, N, xa, ya);
+	for (int i = 0; i < N; i++) /* the shift: the second feature counts more */
+		ya[i] = (ya[i] + 0.8f * xa[i * SD + 1]) / 1.8f;
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.rank = 0;
+	cp.rounds = 30;
+	cm_data d = { N, SD, x, y, 0, NULL, NULL, NULL }, da = { NA, SD, xa, ya, 0, NULL, NULL, NULL };
+	cm_model *m = NULL, *w = NULL;
+	void *buf;
+	size_t len;
+	CHECK_EQ_INT(cm_fit(cm_find("xgb"), &cp, &d, NULL, &m), TK_OK);
+	if (!m)
+		return;
+	CHECK_EQ_INT(cm_save(m, &buf, &len), TK_OK);
+	CHECK_EQ_INT(cm_load(cm_find("xgb"), buf, len, &w), TK_OK);
+	double se0 = 0, se1 = 0;
+	CHECK_EQ_INT(cm_predict(w, xa + NA * SD, N - NA, SD, NULL, p), TK_OK);
+	for (int i = 0; i < N - NA; i++)
+		se0 += (p[i] - ya[NA + i]) * (p[i] - ya[NA + i]);
+	cm_adapt_opts a;
+	cm_adapt_info info;
+	cm_adapt_default(&a);
+	a.method = CM_ADAPT_TICKET;
+	CHECK_EQ_INT(cm_adapt(w, &cp, &a, &da, &info), TK_EINVAL);
+	a.method = CM_ADAPT_FINETUNE;
+	CHECK_EQ_INT(cm_adapt(w, &cp, &a, &da, &info), TK_EINVAL);
+	a.method = CM_ADAPT_BOOST;
+	a.epochs = 20;
+	cm_data bad = da;
+	bad.d = SD - 1;
+	CHECK_EQ_INT(cm_adapt(w, &cp, &a, &bad, &info), TK_EINVAL);
+	CHECK_EQ_INT(cm_adapt(w, &cp, &a, &da, &info), TK_OK);
+	CHECK_EQ_INT(info.epochs, 20);
+	CHECK_EQ_INT(info.steps, 50);
+	CHECK_EQ_INT(cm_predict(w, xa + NA * SD, N - NA, SD, NULL, p), TK_OK);
+	for (int i = 0; i < N - NA; i++)
+		se1 += (p[i] - ya[NA + i]) * (p[i] - ya[NA + i]);
+	CHECK(se1 < 0.8 * se0);
+	mf_meta meta;
+	memset(&meta, 0, sizeof meta);
+	CHECK_EQ_INT(cm_describe(w, &meta), TK_OK);
+	CHECK_EQ_STR(mf_get(&meta, "rounds"), "50");
+	free(buf);
+	cm_free(m);
+	cm_free(w);
+}
+
 /* ---- the training pipeline -------------------------------------------------- */
 
 /* Labels per task, the seeded split by task, parts grouped by task. */
@@ -1016,6 +1077,7 @@ TEST(train_labels_split_parts)
 }
 
 UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
+          cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
           metrics_ties_and_edges, modelfile_round_trip, modelfile_corruption,

@@ -505,6 +505,75 @@ TEST(test_optimisers)
 	CHECK_NEAR(nn_lr_schedule(1, 110, 10, 110, 0.1f), 0.1, 1e-6);
 }
 
+/* Moses' ticket: saliency is |w * g|, not |w| or |g| alone; the top share
+ * exactly, ties in index order, or a threshold on xi / max xi; a masked
+ * step trains the ticket and decays the rest toward zero. */
+TEST(test_ticket)
+{
+	/* big weight and tiny gradient, tiny weight and big gradient, both
+	 * moderate: only the last is salient */
+	float w[6] = { 10, 0.001f, 2, -3, 0, 0.5f }, g[6] = { 0.001f, 10, -2, 1, 5, 0 };
+	float xi[6], work[6];
+	unsigned char mask[6];
+	nn_saliency(xi, w, g, 6);
+	CHECK_NEAR(xi[0], 0.01, 1e-6);
+	CHECK_NEAR(xi[2], 4, 1e-6);
+	CHECK_NEAR(xi[3], 3, 1e-6);
+	CHECK_EQ_INT(nn_ticket_mask(mask, xi, 6, 1.0 / 6, 0, work), 1);
+	CHECK(mask[2] && !mask[0] && !mask[1] && !mask[3]);
+	CHECK_EQ_INT(nn_ticket_mask(mask, xi, 6, 0.5, 0, work), 3);
+	CHECK(mask[2] && mask[3] && !mask[4] && !mask[5]);
+	CHECK(mask[0] + mask[1] == 1); /* 0.01 and 0.01: the first of the tie */
+	CHECK(mask[0]);
+	CHECK_EQ_INT(nn_ticket_mask(mask, xi, 6, 0, 0, work), 0);
+	CHECK_EQ_INT(nn_ticket_mask(mask, xi, 6, 1, 0, work), 6);
+	/* threshold: xi / max >= 0.7 keeps 4 and 3 */
+	CHECK_EQ_INT(nn_ticket_mask(mask, xi, 6, 0, 0.7, work), 2);
+	CHECK(mask[2] && mask[3]);
+	float zero[3] = { 0, 0, 0 };
+	CHECK_EQ_INT(nn_ticket_mask(mask, zero, 3, 0, 0.5, work), 0);
+	/* many ties and a large block: exactly round(ratio * n), the right ones */
+	enum { N = 1001 };
+	static float big[N], bw[N];
+	static unsigned char bm[N];
+	for (int i = 0; i < N; i++)
+		big[i] = (float)(i % 7);
+	size_t k = nn_ticket_mask(bm, big, N, 0.3, 0, bw);
+	CHECK_EQ_INT(k, 300);
+	int bad = 0;
+	float lowest_in = 1e9f, highest_out = -1;
+	for (int i = 0; i < N; i++) {
+		if (bm[i])
+			lowest_in = big[i] < lowest_in ? big[i] : lowest_in;
+		else
+			highest_out = big[i] > highest_out ? big[i] : highest_out;
+	}
+	bad += lowest_in < highest_out;
+	CHECK(!bad);
+	/* the masked step: the ticket moves as Adam, the rest only shrinks */
+	float p[2] = { 1, 1 }, gr[2] = { 0.5f, 0.5f }, m[2] = { 0 }, v[2] = { 0 };
+	unsigned char mk[2] = { 1, 0 };
+	nn_adam o;
+	nn_adam_default(&o);
+	o.lr = 0.1f;
+	nn_adam_step_masked(p, m, v, gr, mk, 2, &o, 0.5f);
+	CHECK_NEAR(p[0], 0.9, 1e-5);
+	CHECK_NEAR(p[1], 0.95, 1e-6);
+	CHECK(m[1] == 0 && v[1] == 0 && m[0] != 0);
+	for (int i = 0; i < 100; i++)
+		nn_adam_step_masked(p, m, v, gr, mk, 2, &o, 0.5f);
+	CHECK(fabsf(p[1]) < 0.01f && p[1] > 0);
+	CHECK_EQ_INT(o.t, 101);
+	/* no mask: nn_adam_step */
+	float q[2] = { 1, 1 }, q2[2] = { 1, 1 }, m1[2] = { 0 }, v1[2] = { 0 }, m2[2] = { 0 }, v2[2] = { 0 };
+	nn_adam o1, o2;
+	nn_adam_default(&o1);
+	nn_adam_default(&o2);
+	nn_adam_step(q, m1, v1, gr, 2, &o1);
+	nn_adam_step_masked(q2, m2, v2, gr, NULL, 2, &o2, 0.5f);
+	CHECK(!memcmp(q, q2, sizeof q));
+}
+
 /* ---- a model: the parameter block, checkpoints, a fit ------------------------------ */
 
 /* A two-layer MLP, E -> F -> 1, its tensors in one block. */
@@ -743,5 +812,5 @@ TEST(test_lambdarank_fit)
 
 UNIT_MAIN(test_linear, test_fd_catches_wrong_gradient, test_relu, test_residual,
           test_layernorm, test_pool, test_embedding, test_attention, test_gcn, test_losses,
-          test_optimisers, test_layout, test_checkpoint, test_mlp_fit, test_deterministic,
+          test_optimisers, test_ticket, test_layout, test_checkpoint, test_mlp_fit, test_deterministic,
           test_lambdarank_fit)

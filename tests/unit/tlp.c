@@ -247,6 +247,162 @@ TEST(mtl_tlp_target_head_learns_the_target)
 	cm_free(m);
 }
 
+/* Moses' ticket in one epoch of one batch: the parameters outside the
+ * ticket drawn from the saliency |w * dL/dw| on the batch only shrink, all
+ * by the same factor 1 - lr x decay; those inside are trained. */
+TEST(ticket_trains_the_salient_and_decays_the_rest)
+{
+	enum { G = 4, PER = 24, N = G * PER };
+	static float x[N * SL * SE], y[N];
+	unsigned group[G];
+	tk_rng_seed(&rng, 17, 0);
+	synthetic(x, y, group, G, PER, 0);
+	tlp_net *n;
+	CHECK_EQ_INT(net_new(SE, SL, 1, &n), TK_OK);
+	n->rank = 1;
+	net_init(n, &rng);
+	/* The saliency on the whole batch (each group is one chunk, the
+	 * lambdarank loss a sum over them) and the ticket of half. */
+	size_t P = n->nparam;
+	float *before = malloc(sizeof *before * P), *xi = malloc(sizeof *xi * P);
+	float *work = malloc(sizeof *work * P), score[N], dscore[N];
+	unsigned char *mask = malloc(P);
+	int iwork[N];
+	net_forward(n, score, x, NULL, N);
+	memset(dscore, 0, sizeof dscore);
+	nn_lambdarank_loss(dscore, iwork, score, y, group, G);
+	nn_zero(n->grad, P);
+	net_backward(n, dscore, NULL, N);
+	nn_saliency(xi, n->param, n->grad, P);
+	CHECK_EQ_INT(nn_ticket_mask(mask, xi, P, 0.5, 0, work), (P + 1) / 2);
+	memcpy(before, n->param, sizeof *before * P);
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.seq_e = SE;
+	cm_adapt_opts a;
+	cm_adapt_default(&a);
+	a.method = CM_ADAPT_TICKET;
+	a.epochs = 1;
+	a.decay = 100;
+	a.lr = 1e-3;
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL };
+	cm_adapt_info info;
+	CHECK_EQ_INT(tadapt(n, &cp, &a, &d, &info), TK_OK);
+	CHECK_EQ_INT(info.steps, 1);
+	CHECK_NEAR(info.trained, 0.5, 1e-3);
+	/* one step at the warm-up's rate, lr / 2 */
+	double c = 1 - 0.5e-3 * 100;
+	long out = 0, out_scaled = 0, in = 0, in_scaled = 0;
+	for (size_t i = 0; i < P; i++) {
+		if (before[i] == 0)
+			continue;
+		int scaled = fabs(n->param[i] - c * before[i]) <= 1e-6 * fabs(before[i]);
+		if (mask[i])
+			in++, in_scaled += scaled;
+		else
+			out++, out_scaled += scaled;
+	}
+	CHECK(out > 0 && in > 0);
+	CHECK(out_scaled >= out - out / 1000);   /* summation order may flip a tie */
+	CHECK(in_scaled <= in / 1000);
+	/* Fine-tuning trains every parameter: none shrinks by c. */
+	memcpy(n->param, before, sizeof *before * P);
+	a.method = CM_ADAPT_FINETUNE;
+	CHECK_EQ_INT(tadapt(n, &cp, &a, &d, &info), TK_OK);
+	CHECK_NEAR(info.trained, 1, 1e-9);
+	long scaled = 0;
+	for (size_t i = 0; i < P; i++)
+		scaled += before[i] != 0 && fabs(n->param[i] - c * before[i]) <= 1e-6 * fabs(before[i]);
+	CHECK(scaled < (long)(P / 1000));
+	free(before), free(xi), free(work), free(mask);
+	net_free(n);
+}
+
+/* A source model of rule f adapted to a shifted rule (f plus g) from a
+ * few of the target's groups ranks the target's other groups better than
+ * the source model does, by Moses' ticket and by fine-tuning; a model
+ * of another kind or way is refused. */
+static void shifted(float *x, float *y, unsigned *group, int ngroup, int per)
+{
+	/* labels of rule 0 plus twice rule 1, normalised per group */
+	for (int g = 0; g < ngroup; g++) {
+		double v[256], best = -1e30, worst = 1e30;
+		for (int i = 0; i < per; i++) {
+			int row = g * per + i, len = 2 + (int)tk_rng_below(&rng, SL - 1);
+			random_batch(x + (size_t)row * SL * SE, &len, 1, SL, SE);
+			v[i] = rule(x + (size_t)row * SL * SE, 0) + 2 * rule(x + (size_t)row * SL * SE, 1);
+			best = v[i] > best ? v[i] : best;
+			worst = v[i] < worst ? v[i] : worst;
+		}
+		for (int i = 0; i < per; i++)
+			y[g * per + i] = (float)((v[i] - worst) / (best - worst + 1e-9));
+		group[g] = (unsigned)per;
+	}
+}
+
+TEST(transfer_beats_the_source_on_a_shifted_task)
+{
+	enum { G = 24, PER = 40, N = G * PER, GA = 4, NA = GA * PER, GT = 6, NT = GT * PER };
+	static float x[N * SL * SE], y[N], xa[NA * SL * SE], ya[NA], xt[NT * SL * SE], yt[NT];
+	static float p[NT];
+	unsigned group[G], ga[GA], gt[GT];
+	tk_rng_seed(&rng, 19, 0);
+	synthetic(x, y, group, G, PER, 0);
+	shifted(xa, ya, ga, GA, PER);
+	shifted(xt, yt, gt, GT, PER);
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.seq_e = SE;
+	cp.rounds = 12;
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL };
+	cm_data da = { NA, SL * SE, xa, ya, GA, ga, NULL, NULL };
+	cm_model *src;
+	void *buf;
+	size_t len;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &src), TK_OK);
+	CHECK_EQ_INT(cm_predict(src, xt, NT, SL * SE, NULL, p), TK_OK);
+	double acc_src = pair_accuracy(p, yt, GT, PER);
+	CHECK_EQ_INT(cm_save(src, &buf, &len), TK_OK);
+	double acc[2];
+	int methods[2] = { CM_ADAPT_TICKET, CM_ADAPT_FINETUNE };
+	for (int k = 0; k < 2; k++) {
+		cm_model *m;
+		cm_adapt_opts a;
+		cm_adapt_info info;
+		cm_adapt_default(&a);
+		a.method = methods[k];
+		a.epochs = 30;
+		CHECK_EQ_INT(cm_load(&cm_tlp, buf, len, &m), TK_OK);
+		CHECK_EQ_INT(cm_adapt(m, &cp, &a, &da, &info), TK_OK);
+		CHECK_EQ_INT(cm_predict(m, xt, NT, SL * SE, NULL, p), TK_OK);
+		acc[k] = pair_accuracy(p, yt, GT, PER);
+		cm_free(m);
+	}
+	if (getenv("TLP_VERBOSE") || !(acc[0] > acc_src + 0.03 && acc[1] > acc_src + 0.03))
+		fprintf(stderr, "pair accuracy: source %.3f, moses %.3f, finetune %.3f\n", acc_src,
+		        acc[0], acc[1]);
+	CHECK(acc[0] > acc_src + 0.03);
+	CHECK(acc[1] > acc_src + 0.03);
+	/* refusals: another way, rows with heads, rows of another length */
+	cm_adapt_opts a;
+	cm_adapt_default(&a);
+	a.method = CM_ADAPT_BOOST;
+	CHECK_EQ_INT(cm_adapt(src, &cp, &a, &da, NULL), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "boosting") != NULL);
+	a.method = CM_ADAPT_TICKET;
+	int head[NA] = { 0 };
+	cm_data dh = da;
+	dh.head = head;
+	CHECK_EQ_INT(cm_adapt(src, &cp, &a, &dh, NULL), TK_EINVAL);
+	cm_data dd = da;
+	dd.d = SL * SE - SE;
+	CHECK_EQ_INT(cm_adapt(src, &cp, &a, &dd, NULL), TK_EINVAL);
+	a.ratio = 1.5;
+	CHECK_EQ_INT(cm_adapt(src, &cp, &a, &da, NULL), TK_EINVAL);
+	free(buf);
+	cm_free(src);
+}
+
 TEST(bad_input)
 {
 	float x[12] = { 1 }, y[2] = { 1, NAN };
@@ -265,4 +421,6 @@ TEST(bad_input)
 }
 
 UNIT_MAIN(gradient_matches_finite_differences, padding_does_not_change_scores,
-          tlp_learns_a_ranking, mtl_tlp_target_head_learns_the_target, bad_input)
+          tlp_learns_a_ranking, mtl_tlp_target_head_learns_the_target,
+          ticket_trains_the_salient_and_decays_the_rest, transfer_beats_the_source_on_a_shifted_task,
+          bad_input)

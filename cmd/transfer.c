@@ -1,0 +1,209 @@
+/*
+ * transfer: adapt a trained cost model (a model file of `tunekit train`)
+ * to another hardware target from that target's records in the store, by
+ * Moses' lottery ticket, fine-tuning, an xgb warm start, as it is, or a
+ * model of the same kind from scratch; measure it on the target's records
+ * it did not adapt on, and write it as a model file and into the store's
+ * model table. The pipeline is lib/train (tr_transfer_run); this file
+ * reads the options and the record stream and prints.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "features/feature.h"
+#include "model/cost.h"
+#include "train/train.h"
+
+static const char *const usage[] = {
+	"tunekit transfer --model FILE --to-hw ID|KEY [--method moses|finetune|xgb-warm|none|scratch]\n"
+	"                 [--target-fraction F] [--budget N] [--ratio R | --threshold T] [--decay X]\n"
+	"                 [--epochs N] [--lr X] [--out FILE] [OPTIONS] [-]",
+	"Adapt the cost model in FILE (written by 'tunekit train') to the hardware --to-hw\n"
+	"from that hardware's records in the store that have features of the model's kind.\n"
+	"A random share of them (--target-fraction, at most --budget) is adapted on, the\n"
+	"rest measures the result. moses trains the parameters most salient on the target\n"
+	"(|w * dL/dw|, the top --ratio or those over --threshold of the largest, re-drawn\n"
+	"every epoch) and decays the others toward zero; finetune trains every parameter;\n"
+	"xgb-warm adds boosting rounds to an xgb model; none keeps the model as it is;\n"
+	"scratch fits a new model of the same kind on the target's share alone. With -,\n"
+	"only the records of the record stream on standard input. Prints RMSE, MSE, MSE(D),\n"
+	"top-1, top-5 and Spearman of the source model and of the adapted one, writes the\n"
+	"adapted model file and adds it to the store.",
+};
+
+static struct {
+	const char *model, *to_hw, *method, *out, *format;
+	int64_t budget, epochs;
+	double fraction, ratio, threshold, decay, lr;
+} o;
+
+static const opt options[] = {
+	{ OPT_STRING, "model", 0, &o.model, "FILE", "the source model file (required)" },
+	{ OPT_STRING, "to-hw", 0, &o.to_hw, "HW", "the target hardware: an id or key with records (required)" },
+	{ OPT_STRING, "method", 'm', &o.method, "NAME", "moses (default), finetune, xgb-warm, none or scratch" },
+	{ OPT_DOUBLE, "target-fraction", 0, &o.fraction, "F", "adapt on this share of the target's records (default 1)" },
+	{ OPT_INT, "budget", 0, &o.budget, "N", "adapt on at most N of the target's records" },
+	{ OPT_DOUBLE, "ratio", 0, &o.ratio, "R", "moses: share of the parameters trained (default 0.5)" },
+	{ OPT_DOUBLE, "threshold", 0, &o.threshold, "T", "moses: train those with saliency over T x the largest instead" },
+	{ OPT_DOUBLE, "decay", 0, &o.decay, "X", "moses: the others shrink by lr x X x w a step (default 1)" },
+	{ OPT_INT, "epochs", 0, &o.epochs, "N", "epochs of networks (default 30) or boosting rounds added (20)" },
+	{ OPT_DOUBLE, "lr", 0, &o.lr, "X", "networks: peak learning rate (default 0.0001)" },
+	{ OPT_STRING, "out", 'o', &o.out, "FILE", "model file to write (default tunekit.model)" },
+	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
+	OPT_END_
+};
+
+/* ---- output ------------------------------------------------------------------ */
+
+static const char *const metric_header[] = {
+	"set", "rows", "tasks", "rmse", "mse", "mse_d", "top1", "top5", "spearman",
+};
+
+static void metric_row(table *tb, int fmt, const char *set, const cm_metrics *m)
+{
+	char b[8][32];
+	double v[] = { m->rmse, m->mse, m->mse_d, m->top1, m->top5, m->spearman };
+	const char *cells[9] = { set, b[0], b[1] };
+	snprintf(b[0], 32, "%d", m->n);
+	snprintf(b[1], 32, "%d", m->ntask);
+	for (int i = 0; i < 6; i++) {
+		snprintf(b[2 + i], 32, "%.4f", v[i]);
+		cells[3 + i] = isnan(v[i]) ? (fmt == FMT_TABLE ? "-" : NULL) : b[2 + i];
+	}
+	table_row(tb, cells);
+}
+
+static void tell(tk_ctx *ctx, const tr_transfer *t, const tr_transfer_opts *to)
+{
+	const tr_fit *f = &t->f;
+	const char *sh = mf_get(&t->src_meta, "hardware"), *kind = mf_get(&t->src_meta, "kind");
+	if (ctx->common.quiet)
+		return;
+	fprintf(stderr, "%s: %s model of %s to hardware %lld (%s): %d of its %d records with %s"
+	        " features to adapt on, %d to measure\n", ctx->prog, kind, sh ? sh : "unknown hardware",
+	        (long long)t->src.hw_id, t->src.hw_key, f->train.n, t->ts.n, feat_kind_name(t->feat),
+	        f->hold.n);
+}
+
+/* ---- entry ---------------------------------------------------------------------- */
+
+int cmd_transfer(int argc, char **argv, tk_ctx *ctx)
+{
+	tr_transfer t;
+	tr_transfer_opts to;
+	tk_store *st;
+	int64_t *ids = NULL, model_id = 0;
+	int nid = 0, rc, from_stdin = 0, status = EXIT_OK;
+
+	memset(&t, 0, sizeof t);
+	memset(&o, 0, sizeof o);
+	o.method = "moses";
+	o.out = "tunekit.model";
+	o.fraction = 1;
+	o.ratio = NAN;
+	o.decay = 1;
+	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
+		return rc < 0 ? EXIT_OK : rc;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "-") || from_stdin)
+			return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[i]);
+		from_stdin = 1;
+	}
+	memset(&to, 0, sizeof to);
+	cm_adapt_default(&to.adapt);
+	if (!o.model || !*o.model)
+		return tk_fail(ctx, TK_EINVAL, "--model names the source model file (see '%s --help')",
+		               ctx->prog);
+	if (!o.to_hw || !*o.to_hw)
+		return tk_fail(ctx, TK_EINVAL, "--to-hw names the target hardware (see '%s --help')",
+		               ctx->prog);
+	if ((rc = tr_method_lookup(o.method, &to.method)))
+		return tk_fail(ctx, rc, NULL);
+	if (format_parse(o.format) < 0)
+		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv or json)", o.format);
+	if (!(o.fraction > 0 && o.fraction <= 1))
+		return tk_fail(ctx, TK_EINVAL, "--target-fraction needs a share above 0, at most 1");
+	if (o.budget < 0 || o.epochs < 0 || o.epochs > 1000000 || !(o.lr >= 0 && o.lr < 1) ||
+	    !(o.decay >= 0 && o.decay <= 1000))
+		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
+	if (!isnan(o.ratio) && !(o.ratio > 0 && o.ratio <= 1))
+		return tk_fail(ctx, TK_EINVAL, "--ratio needs a share above 0, at most 1");
+	if (!(o.threshold >= 0 && o.threshold <= 1))
+		return tk_fail(ctx, TK_EINVAL, "--threshold needs a share of the largest saliency,"
+		               " 0 to 1");
+	if (o.threshold > 0 && !isnan(o.ratio))
+		return tk_fail(ctx, TK_EINVAL, "give --ratio or --threshold, not both");
+	if (to.method->adapt != CM_ADAPT_TICKET && (o.threshold > 0 || !isnan(o.ratio)))
+		return tk_fail(ctx, TK_EINVAL, "--ratio and --threshold choose moses' ticket; the"
+		               " method is %s", to.method->name);
+	if (!*o.out)
+		return tk_fail(ctx, TK_EINVAL, "--out needs a file name");
+	to.hardware = o.to_hw;
+	to.fraction = o.fraction;
+	to.budget = o.budget;
+	to.seed = (uint64_t)ctx->common.seed;
+	to.rounds = (int)o.epochs;
+	to.adapt.epochs = (int)o.epochs;
+	to.adapt.lr = o.lr;
+	to.adapt.ratio = isnan(o.ratio) ? 0.5 : o.ratio;
+	to.adapt.threshold = o.threshold;
+	to.adapt.decay = o.decay;
+
+	if (from_stdin && (status = read_stream_ids(ctx, &ids, &nid)))
+		goto out;
+	to.ids = ids;
+	to.nid = nid;
+	if ((status = tk_ctx_store(ctx, &st)))
+		goto out;
+	/* Nothing is written while the model adapts: let a signal end the
+	 * process at once rather than after the last epoch. */
+	struct sigaction dfl, old_int, old_term;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(SIGINT, &dfl, &old_int);
+	sigaction(SIGTERM, &dfl, &old_term);
+	rc = tr_transfer_run(st, o.model, &to, &t);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (!rc && tk_interrupted)
+		rc = tk_seterr(TK_EINTR, "interrupted; nothing written");
+	if (!rc) {
+		tell(ctx, &t, &to);
+		rc = tr_transfer_save(st, o.out, &t, &to, &model_id);
+	}
+	if (rc) {
+		status = tk_fail(ctx, rc, NULL);
+		goto out;
+	}
+
+	int fmt = format_parse(o.format);
+	if (fmt == FMT_AUTO)
+		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
+	table *tb = table_new(ArraySize(metric_header), metric_header);
+	if (!tb) {
+		status = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		goto out;
+	}
+	metric_row(tb, fmt, "source", &t.msource);
+	metric_row(tb, fmt, "train", &t.f.mtrain);
+	if (t.f.hold.n > 0)
+		metric_row(tb, fmt, "holdout", &t.f.mhold);
+	status = table_print(tb, stdout, fmt);
+	if (!ctx->common.quiet) {
+		char how[128] = "";
+		if (to.method->adapt == CM_ADAPT_BOOST)
+			snprintf(how, sizeof how, ", %d rounds added (%d in all)", t.info.epochs, t.info.steps);
+		else if (to.method->adapt)
+			snprintf(how, sizeof how, ", %d epochs, %d steps, %.0f%% of the parameters trained",
+			         t.info.epochs, t.info.steps, 100 * t.info.trained);
+		fprintf(stderr, "%s: %s%s in %.1f s; wrote %s (store model %lld)\n", ctx->prog,
+		        to.method->name, how, t.f.seconds, o.out, (long long)model_id);
+	}
+out:
+	tr_transfer_free(&t);
+	free(ids);
+	return status;
+}
