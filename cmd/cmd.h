@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/metrics.h"
 #include "store/store.h"
 #include "util/util.h"
 
@@ -157,6 +158,11 @@ typedef struct table table;
 table *table_new(int ncol, const char *const *header);
 /* Append a row of ncol strings (copied; NULL prints empty / null). */
 void table_row(table *t, const char *const *cells);
+/* The metrics table of train and transfer: a row per set of records
+ * (set, rows, tasks, rmse, mse, mse_d, top1, top5, spearman; a metric with
+ * nothing to measure on is empty, or "-" in a table of fmt FMT_TABLE). */
+table *metrics_table_new(void);
+void metrics_row(table *tb, int fmt, const char *set, const cm_metrics *m);
 /* Free t without printing it. */
 void table_free(table *t);
 /* Print to f and free t. Returns EXIT_OK or EXIT_FAIL on a write error. */

@@ -512,3 +512,28 @@ int read_stream_ids(tk_ctx *ctx, int64_t **ids, int *nid)
 		return tk_fail(ctx, TK_EINVAL, "stdin: no records");
 	return 0;
 }
+
+/* ---- cost-model metrics --------------------------------------------------- */
+
+static const char *const metric_header[] = {
+	"set", "rows", "tasks", "rmse", "mse", "mse_d", "top1", "top5", "spearman",
+};
+
+table *metrics_table_new(void)
+{
+	return table_new(ArraySize(metric_header), metric_header);
+}
+
+void metrics_row(table *tb, int fmt, const char *set, const cm_metrics *m)
+{
+	char b[8][32];
+	double v[] = { m->rmse, m->mse, m->mse_d, m->top1, m->top5, m->spearman };
+	const char *cells[9] = { set, b[0], b[1] };
+	snprintf(b[0], 32, "%d", m->n);
+	snprintf(b[1], 32, "%d", m->ntask);
+	for (int i = 0; i < 6; i++) {
+		snprintf(b[2 + i], 32, "%.4f", v[i]);
+		cells[3 + i] = isnan(v[i]) ? (fmt == FMT_TABLE ? "-" : NULL) : b[2 + i];
+	}
+	table_row(tb, cells);
+}

@@ -66,23 +66,6 @@ typedef struct net_list {
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static const char *const metric_header[] = {
-	"set", "rows", "tasks", "rmse", "mse", "mse_d", "top1", "top5", "spearman",
-};
-
-static void metric_row(table *tb, int fmt, const char *set, const cm_metrics *m)
-{
-	char b[8][32];
-	double v[] = { m->rmse, m->mse, m->mse_d, m->top1, m->top5, m->spearman };
-	const char *cells[9] = { set, b[0], b[1] };
-	snprintf(b[0], 32, "%d", m->n);
-	snprintf(b[1], 32, "%d", m->ntask);
-	for (int i = 0; i < 6; i++) {
-		snprintf(b[2 + i], 32, "%.4f", v[i]);
-		cells[3 + i] = isnan(v[i]) ? (fmt == FMT_TABLE ? "-" : NULL) : b[2 + i];
-	}
-	table_row(tb, cells);
-}
 
 /* ---- entry -------------------------------------------------------------------------- */
 
@@ -341,14 +324,14 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	int fmt = format_parse(o.format);
 	if (fmt == FMT_AUTO)
 		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
-	table *tb = table_new(ArraySize(metric_header), metric_header);
+	table *tb = metrics_table_new();
 	if (!tb) {
 		status = tk_fail(ctx, TK_ENOMEM, "out of memory");
 		goto out;
 	}
-	metric_row(tb, fmt, "train", &f.mtrain);
+	metrics_row(tb, fmt, "train", &f.mtrain);
 	if (f.hold.n > 0)
-		metric_row(tb, fmt, "holdout", &f.mhold);
+		metrics_row(tb, fmt, "holdout", &f.mhold);
 	status = table_print(tb, stdout, fmt);
 	if (!ctx->common.quiet) {
 		mf_meta mm;
