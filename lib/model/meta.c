@@ -803,18 +803,6 @@ static uint64_t shape_tag(void)
 	return tk_hash64(v, sizeof v, feat_graph_template());
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 static int msave(void *s, void **buf, size_t *len)
 {
 	meta_net *m = s;
@@ -830,18 +818,18 @@ static int msave(void *s, void **buf, size_t *len)
 	}
 	uint64_t tid = feat_graph_template();
 	memset(b, 0, META_HEADER);
-	put32(b, META_MAGIC);
-	put32(b + 4, META_VERSION);
-	put32(b + 8, N);
-	put32(b + 12, F);
-	put32(b + 16, H);
-	put32(b + 20, EMAX);
+	tk_put_le32(b, META_MAGIC);
+	tk_put_le32(b + 4, META_VERSION);
+	tk_put_le32(b + 8, N);
+	tk_put_le32(b + 12, F);
+	tk_put_le32(b + 16, H);
+	tk_put_le32(b + 20, EMAX);
 	memcpy(b + 24, &tid, 8);
-	put32(b + 32, (uint32_t)feat_version(FEAT_GRAPH));
-	put32(b + 36, m->flags);
+	tk_put_le32(b + 32, (uint32_t)feat_version(FEAT_GRAPH));
+	tk_put_le32(b + 36, m->flags);
 	memcpy(b + 40, &m->alpha, 4);
-	put32(b + 44, (uint32_t)m->ft_steps);
-	put32(b + 48, (uint32_t)m->heads);
+	tk_put_le32(b + 44, (uint32_t)m->ft_steps);
+	tk_put_le32(b + 48, (uint32_t)m->heads);
 	memcpy(b + 56, m->scale, 4 * F);
 	memcpy(b + META_HEADER, ck, cklen);
 	free(ck);
@@ -857,31 +845,31 @@ static int mload(const void *buf, size_t len, void **state)
 	uint64_t tid;
 	int rc;
 	*state = NULL;
-	if (len < META_HEADER || get32(b) != META_MAGIC)
+	if (len < META_HEADER || tk_get_le32(b) != META_MAGIC)
 		return tk_seterr(TK_ECORRUPT, "not a meta model");
-	if (get32(b + 4) != META_VERSION)
+	if (tk_get_le32(b + 4) != META_VERSION)
 		return tk_seterr(TK_ECORRUPT, "meta model of version %u, this tunekit reads %u",
-		                 get32(b + 4), META_VERSION);
+		                 tk_get_le32(b + 4), META_VERSION);
 	memcpy(&tid, b + 24, 8);
-	if (get32(b + 32) != (uint32_t)feat_version(FEAT_GRAPH))
+	if (tk_get_le32(b + 32) != (uint32_t)feat_version(FEAT_GRAPH))
 		return tk_seterr(TK_ECORRUPT, "meta model of graph features version %u; this tunekit"
-		                 " extracts version %d (pretrain it again)", get32(b + 32),
+		                 " extracts version %d (pretrain it again)", tk_get_le32(b + 32),
 		                 feat_version(FEAT_GRAPH));
-	if (tid != feat_graph_template() || get32(b + 8) != N || get32(b + 12) != F ||
-	    get32(b + 20) != EMAX)
+	if (tid != feat_graph_template() || tk_get_le32(b + 8) != N || tk_get_le32(b + 12) != F ||
+	    tk_get_le32(b + 20) != EMAX)
 		return tk_seterr(TK_ECORRUPT, "meta model of super-graph %016llx (%u nodes of %u"
 		                 " features); this tunekit's super-graph is %016llx (%d x %d): pretrain"
-		                 " it again", (unsigned long long)tid, get32(b + 8), get32(b + 12),
+		                 " it again", (unsigned long long)tid, tk_get_le32(b + 8), tk_get_le32(b + 12),
 		                 (unsigned long long)feat_graph_template(), N, F);
-	if (get32(b + 16) != H)
+	if (tk_get_le32(b + 16) != H)
 		return tk_seterr(TK_ECORRUPT, "meta model of width %u, this tunekit's is %d",
-		                 get32(b + 16), H);
+		                 tk_get_le32(b + 16), H);
 	if ((rc = net_new(&m)))
 		return rc;
-	m->flags = get32(b + 36);
+	m->flags = tk_get_le32(b + 36);
 	memcpy(&m->alpha, b + 40, 4);
-	m->ft_steps = (int)get32(b + 44);
-	m->heads = (int)get32(b + 48);
+	m->ft_steps = (int)tk_get_le32(b + 44);
+	m->heads = (int)tk_get_le32(b + 48);
 	memcpy(m->scale, b + 56, 4 * F);
 	int bad = !(m->alpha >= 0 && m->alpha < 100) || m->ft_steps < 0 || m->ft_steps > 1000000 ||
 	          m->heads < 1 || m->heads > META_MAXHEADS;

@@ -726,18 +726,6 @@ static uint64_t shape_tag(const tlp_net *n)
 	return tk_hash64(v, sizeof v, 0);
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 static int tsave(void *s, void **buf, size_t *len)
 {
 	tlp_net *n = s;
@@ -752,12 +740,12 @@ static int tsave(void *s, void **buf, size_t *len)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	}
 	memset(b, 0, TLP_HEADER);
-	put32(b, TLP_MAGIC);
-	put32(b + 4, TLP_VERSION);
-	put32(b + 8, (uint32_t)n->E);
-	put32(b + 12, (uint32_t)n->L);
-	put32(b + 16, (uint32_t)n->K);
-	put32(b + 20, (uint32_t)n->rank);
+	tk_put_le32(b, TLP_MAGIC);
+	tk_put_le32(b + 4, TLP_VERSION);
+	tk_put_le32(b + 8, (uint32_t)n->E);
+	tk_put_le32(b + 12, (uint32_t)n->L);
+	tk_put_le32(b + 16, (uint32_t)n->K);
+	tk_put_le32(b + 20, (uint32_t)n->rank);
 	memcpy(b + TLP_HEADER, ck, cklen);
 	free(ck);
 	*buf = b;
@@ -771,17 +759,17 @@ static int tload(const void *buf, size_t len, void **state)
 	tlp_net *n;
 	int rc;
 	*state = NULL;
-	if (len < TLP_HEADER || get32(b) != TLP_MAGIC)
+	if (len < TLP_HEADER || tk_get_le32(b) != TLP_MAGIC)
 		return tk_seterr(TK_ECORRUPT, "not a tlp model");
-	if (get32(b + 4) != TLP_VERSION)
+	if (tk_get_le32(b + 4) != TLP_VERSION)
 		return tk_seterr(TK_ECORRUPT, "tlp model of version %u, this tunekit reads %u",
-		                 get32(b + 4), TLP_VERSION);
-	uint32_t E = get32(b + 8), L = get32(b + 12), K = get32(b + 16);
+		                 tk_get_le32(b + 4), TLP_VERSION);
+	uint32_t E = tk_get_le32(b + 8), L = tk_get_le32(b + 12), K = tk_get_le32(b + 16);
 	if (E < 1 || E > 4096 || L < 1 || L > 256 || K < 1 || K > TLP_MAXHEAD)
 		return tk_seterr(TK_ECORRUPT, "tlp model with a bad shape (%u x %u, %u heads)", L, E, K);
 	if ((rc = net_new((int)E, (int)L, (int)K, &n)))
 		return rc;
-	n->rank = get32(b + 20) != 0;
+	n->rank = tk_get_le32(b + 20) != 0;
 	if (nn_ckpt_load(n->param, n->nparam, shape_tag(n), b + TLP_HEADER, len - TLP_HEADER)) {
 		net_free(n);
 		return tk_seterr(TK_ECORRUPT, "tlp model parameters do not match their header");

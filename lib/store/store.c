@@ -763,18 +763,6 @@ int store_run_end(tk_store *s, int64_t id)
  */
 #define TIMES_MAX_BYTES (1u << 28)
 
-static void put_le32(unsigned char *p, uint32_t x)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(x >> (8 * i));
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 /* Encode n > 0 times into a malloc'd blob of *nByte bytes. */
 static int times_encode(const double *aTime, int n, unsigned char **out,
                         int *nByte)
@@ -800,7 +788,7 @@ static int times_encode(const double *aTime, int n, unsigned char **out,
 		for (int k = 0; k < 8; k++)
 			aRaw[8 * i + k] = (unsigned char)(u >> (8 * k));
 	}
-	put_le32(aBlob, (uint32_t)nRaw);
+	tk_put_le32(aBlob, (uint32_t)nRaw);
 	if (compress2(aBlob + 4, &nZip, aRaw, nRaw, Z_DEFAULT_COMPRESSION) != Z_OK) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory compressing %d times", n);
 		goto done;
@@ -827,7 +815,7 @@ static int times_decode(tk_store *s, int64_t id, const unsigned char *aBlob,
 
 	if (nBlob < 4)
 		zWhy = "too short";
-	else if ((nRaw = get_le32(aBlob)) % 8 || nRaw == 0 || nRaw > TIMES_MAX_BYTES ||
+	else if ((nRaw = tk_get_le32(aBlob)) % 8 || nRaw == 0 || nRaw > TIMES_MAX_BYTES ||
 	         nRaw / 1032 > (uint32_t)nBlob) /* zlib cannot shrink more than 1032:1 */
 		zWhy = "bad length";
 	else if (nExpect >= 0 && nExpect != nRaw / 8)

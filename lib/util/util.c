@@ -362,3 +362,15 @@ int tk_sorted_has(const int64_t *a, int64_t n, int64_t x)
 	}
 	return 0;
 }
+
+void tk_put_le32(unsigned char *p, uint32_t x)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(x >> (8 * i));
+}
+
+uint32_t tk_get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}

@@ -103,6 +103,9 @@ double tk_rng_normal(tk_rng *r);
 
 /* ---- hashing and time ---------------------------------------------- */
 uint64_t tk_hash64(const void *p, size_t n, uint64_t h); /* FNV-1a; h=0 starts */
+/* x as 4 little-endian bytes at p, and back (file and blob headers). */
+void tk_put_le32(unsigned char *p, uint32_t x);
+uint32_t tk_get_le32(const unsigned char *p);
 double tk_now(void);      /* seconds, CLOCK_MONOTONIC */
 double tk_walltime(void); /* seconds since the epoch, CLOCK_REALTIME */
 
