@@ -114,6 +114,18 @@ test_expect_success 'every loop order gets trials while it has fewer than --cove
 		echo "order=$v: $first of the first plan, $all in all" &&
 		test "$first" -ge 2 && test "$all" -ge 4 || return 1
 	done &&
+	for seed in 1 2 3 4 5 6; do
+		# the first plan of several seeds: one made only of order-2 entries
+		# without panels once left order 0 and 1 out (the plan kept them all)
+		rm -f cov$seed.db &&
+		tunekit tune -q --db cov$seed.db --task dense:m=32,n=64,k=48 --trials 16 --plan-size 16 --repeat 1 \
+			--confirm 0 --epsilon 0 --cover 4 --seed $seed --transfer-from "$TUNEKIT_DB" >/dev/null &&
+		for v in 0 1 2; do
+			n=$(sqlite3 cov$seed.db "SELECT COUNT(*) FROM config WHERE text LIKE \"%;order=$v;%\"") &&
+			echo "seed $seed order=$v: $n" &&
+			test "$n" -ge 2 || return 1
+		done || return 1
+	done &&
 	test_expect_code 2 tunekit tune --db cov.db --task dense:m=8,n=8,k=8 --trials 4 --cover -2 2>err &&
 	grep -q "out of range" err
 '

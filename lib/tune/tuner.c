@@ -175,6 +175,13 @@ static int count_order(const sp_space *sp, const sp_config *c, int n, int k, int
 	return m;
 }
 
+/* Whether c counts towards the cover of an order value still lacking trials. */
+static int covers(const sp_space *sp, const sp_config *c, int k, const int *lacking, const int *panels)
+{
+	int v = c->v[k];
+	return lacking[v] && (!panels[v] || sp_panel(sp, c));
+}
+
 static int cover_orders(tn_ctx *C, tn_task *t)
 {
 	int k = order_knob(t->space), rc = TK_OK;
@@ -225,9 +232,11 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 		for (int j = 0; j < got && need[v] > 0 && !rc; j++) {
 			if (sc[j] == -FLT_MAX || in_plan(t, &cand[j], usable))
 				continue;
-			/* the lowest-ranked entry whose order is not one being covered */
+			/* the lowest-ranked entry that does not count towards an
+			 * order being covered (an order-2 entry without panels is
+			 * order 2 in name only: it may go) */
 			int at = keep_from - 1;
-			while (at >= 0 && lacking[t->plan[at].v[k]])
+			while (at >= 0 && covers(t->space, &t->plan[at], k, lacking, panels))
 				at--;
 			if (at < 0)
 				break;
