@@ -15,9 +15,7 @@
 #include "cmd.h"
 #include "features/feature.h"
 #include "record/record.h"
-#include "space/space.h"
-#include "store/store_features.h"
-#include "task/te.h"
+#include "train/extract.h"
 
 static const char *const usage[] = {
 	"tunekit extract-features [--kind knob|itervar|curve|tlp|graph] [--hardware ID] [--batch N] [-]",
@@ -43,177 +41,17 @@ static const opt options[] = {
 	OPT_END_
 };
 
-/* A task seen in the store, parsed once. */
-typedef struct task_ent {
-	char *key;
-	te_prog *prog;
-	sp_space *sp;
-	int len;             /* feature length for this task */
-	char *why;           /* set: the task's configurations are skipped for this reason */
-	int64_t nskip;
-} task_ent;
-
 typedef struct xf {
 	tk_ctx *ctx;
-	tk_store *st;
-	int kind, version;
+	tr_extract *ex;
 	const char *kname;
-	int ntask, last;
-	task_ent *task;
-	float *v;
-	int vcap;
-	int64_t scope, nnew, ninvalid, nskip_cfg;
-	char *skip_cfg_why;  /* first configuration that did not parse */
-	double busy;         /* seconds spent extracting and storing */
 } xf;
 
-static char *dup_msg(const char *prefix, const char *msg)
+static void on_progress(void *p, int64_t done, int64_t total)
 {
-	size_t lp = strlen(prefix), lm = strlen(msg);
-	char *s = malloc(lp + lm + 1);
-	if (s) {
-		memcpy(s, prefix, lp);
-		memcpy(s + lp, msg, lm + 1);
-	}
-	return s;
-}
-
-/* Parse a task once: its space, or why its configurations are skipped. */
-static int task_open(xf *x, task_ent *t, const char *space)
-{
-	int rc;
-	if (space && x->kind != FEAT_KNOB) {
-		t->why = dup_msg(x->kname, " features need a template task; imported tasks get knob"
-		                           " features only");
-		return t->why ? TK_OK : TK_ENOMEM;
-	}
-	if (space)
-		rc = sp_space_from_json(space, &t->sp);
-	else if (!(rc = te_task_parse(t->key, &t->prog)))
-		rc = sp_space_create(t->prog, &t->sp);
-	if (!rc)
-		rc = feat_length(x->kind, t->sp, &t->len);
-	if (rc == TK_ENOMEM)
-		return rc;
-	if (rc) {
-		t->why = dup_msg("", tk_errmsg());
-		return t->why ? TK_OK : TK_ENOMEM;
-	}
-	if (t->len > x->vcap) {
-		float *v = realloc(x->v, sizeof *v * (size_t)t->len);
-		if (!v)
-			return tk_seterr(TK_ENOMEM, "out of memory");
-		x->v = v;
-		x->vcap = t->len;
-	}
-	return TK_OK;
-}
-
-static int task_get(xf *x, const char *key, const char *space, task_ent **out)
-{
-	if (x->last < x->ntask && !strcmp(x->task[x->last].key, key)) {
-		*out = &x->task[x->last];
-		return TK_OK;
-	}
-	for (int i = 0; i < x->ntask; i++)
-		if (!strcmp(x->task[i].key, key)) {
-			x->last = i;
-			*out = &x->task[i];
-			return TK_OK;
-		}
-	task_ent *t = realloc(x->task, sizeof *t * (size_t)(x->ntask + 1));
-	if (!t)
-		return tk_seterr(TK_ENOMEM, "out of memory");
-	x->task = t;
-	t = &x->task[x->ntask];
-	memset(t, 0, sizeof *t);
-	if (!(t->key = strdup(key)))
-		return tk_seterr(TK_ENOMEM, "out of memory");
-	x->last = x->ntask++;
-	*out = t;
-	int rc = task_open(x, t, space);
-	return rc == TK_ENOMEM ? tk_seterr(rc, "out of memory") : rc;
-}
-
-/* Extract and store the features of one configuration (or skip it). */
-static int process(xf *x, const store_fcfg *r)
-{
-	task_ent *t = NULL;
-	sp_config c;
-	int rc, valid;
-	if ((rc = task_get(x, r->task, r->space, &t)))
-		return rc;
-	if (t->why) {
-		t->nskip++;
-		return TK_OK;
-	}
-	if (sp_parse(t->sp, r->config, &c)) {
-		if (!x->nskip_cfg++ && !(x->skip_cfg_why = dup_msg("", tk_errmsg())))
-			return tk_seterr(TK_ENOMEM, "out of memory");
-		return TK_OK;
-	}
-	if ((rc = feat_extract(x->kind, t->sp, &c, x->v, &valid)))
-		return rc;
-	if ((rc = store_feature_put(x->st, r->config_id, x->kname, x->version, x->v, t->len)))
-		return rc;
-	x->nnew++;
-	x->ninvalid += !valid;
-	return TK_OK;
-}
-
-/* Roll back after rc, keeping rc's message. */
-static int rollback(xf *x, int rc)
-{
-	char why[512];
-	snprintf(why, sizeof why, "%s", tk_errmsg());
-	store_rollback(x->st);
-	return tk_seterr(rc, "%s", why);
-}
-
-/* Every configuration of the todo list, batch by batch. *n receives the
- * number of configurations handled. */
-static int run_todo(xf *x, store_ftodo *it, int64_t total, int64_t *n)
-{
-	const store_fcfg *r = NULL;
-	int rc;
-	*n = 0;
-	do {
-		double t0 = tk_now();
-		int64_t nb = 0;
-		if ((rc = store_begin(x->st)))
-			return rc;
-		while (nb < o.batch && !(rc = store_feature_todo_next(it, &r)) && r) {
-			if ((rc = process(x, r)))
-				break;
-			nb++;
-		}
-		if (rc)
-			return rollback(x, rc);
-		if ((rc = store_commit(x->st)))
-			return rollback(x, rc);
-		x->busy += tk_now() - t0;
-		*n += nb;
-		if (total > 0)
-			progress_draw(x->ctx, x->kname, (double)*n, (double)total, NULL);
-		if (tk_interrupted)
-			return tk_seterr(TK_EINTR, "interrupted; the features of %lld configurations are stored",
-			                 (long long)x->nnew);
-	} while (r);
-	return TK_OK;
-}
-
-static int from_store(xf *x)
-{
-	store_ftodo *it;
-	int64_t scope, missing, n;
-	int rc = store_feature_todo_open(x->st, x->kname, x->version, o.hardware, NULL, 0, &it);
-	if (rc)
-		return rc;
-	store_feature_todo_counts(it, &scope, &missing);
-	x->scope += scope;
-	rc = run_todo(x, it, missing, &n);
-	store_feature_todo_free(it);
-	return rc;
+	xf *x = p;
+	if (total > 0)
+		progress_draw(x->ctx, x->kname, (double)done, (double)total, NULL);
 }
 
 /* ---- record streams ----------------------------------------------------------------- */
@@ -286,16 +124,7 @@ static int batch_flush(xf *x, batch *b)
 {
 	int rc = TK_OK;
 	if (b->n > 0) {
-		store_ftodo *it;
-		int64_t scope, missing, n;
-		if ((rc = store_feature_todo_open(x->st, x->kname, x->version, o.hardware, b->id, b->n,
-		                                  &it)))
-			return rc;
-		store_feature_todo_counts(it, &scope, &missing);
-		x->scope += scope;
-		rc = run_todo(x, it, 0, &n);
-		store_feature_todo_free(it);
-		if (rc)
+		if ((rc = tr_extract_run(x->ex, o.hardware, b->id, b->n, &tk_interrupted, NULL, NULL)))
 			return rc;
 		b->ndone += b->n;
 		progress_draw(x->ctx, x->kname, (double)b->ndone, (double)b->nrec, "records");
@@ -365,9 +194,12 @@ static int from_stream(xf *x)
 		if (l.eof)
 			break;
 		/* about to wait for input: finish what we have first */
-		if (!(rc = batch_flush(x, &b)) && tk_interrupted)
+		if (!(rc = batch_flush(x, &b)) && tk_interrupted) {
+			tr_extract_stats st;
+			tr_extract_stats_get(x->ex, &st);
 			rc = tk_seterr(TK_EINTR, "interrupted; the features of %lld configurations are"
-			               " stored", (long long)x->nnew);
+			               " stored", (long long)st.nnew);
+		}
 		if (!rc)
 			rc = lines_fill(&l);
 	}
@@ -384,38 +216,24 @@ static int from_stream(xf *x)
 
 static void summary(xf *x)
 {
+	tr_extract_stats st;
+	const char *task, *why;
+	int64_t n;
 	progress_end(x->ctx);
 	if (x->ctx->common.quiet)
 		return;
-	int64_t nskip = x->nskip_cfg;
-	for (int i = 0; i < x->ntask; i++) {
-		const task_ent *t = &x->task[i];
-		nskip += t->nskip;
-		if (t->nskip)
-			fprintf(stderr, "%s: note: %lld configurations of %s skipped: %s\n", x->ctx->prog,
-			        (long long)t->nskip, t->key, t->why);
-	}
-	if (x->nskip_cfg)
+	tr_extract_stats_get(x->ex, &st);
+	for (int i = 0; tr_extract_skips(x->ex, i, &task, &n, &why); i++)
+		fprintf(stderr, "%s: note: %lld configurations of %s skipped: %s\n", x->ctx->prog,
+		        (long long)n, task, why);
+	if (st.nskip_cfg)
 		fprintf(stderr, "%s: note: %lld configurations skipped, the first because: %s\n",
-		        x->ctx->prog, (long long)x->nskip_cfg, x->skip_cfg_why);
+		        x->ctx->prog, (long long)st.nskip_cfg, tr_extract_cfg_why(x->ex));
 	fprintf(stderr, "%s: %lld configurations, %lld new, %lld invalid", x->kname,
-	        (long long)x->scope, (long long)x->nnew, (long long)x->ninvalid);
-	if (nskip)
-		fprintf(stderr, ", %lld skipped", (long long)nskip);
-	fprintf(stderr, ", %.0f per second\n", x->busy > 0 ? x->nnew / x->busy : 0.0);
-}
-
-static void xf_free(xf *x)
-{
-	for (int i = 0; i < x->ntask; i++) {
-		free(x->task[i].key);
-		free(x->task[i].why);
-		sp_space_free(x->task[i].sp);
-		te_prog_free(x->task[i].prog);
-	}
-	free(x->task);
-	free(x->v);
-	free(x->skip_cfg_why);
+	        (long long)st.scope, (long long)st.nnew, (long long)st.ninvalid);
+	if (st.nskip_cfg + st.nskip_task)
+		fprintf(stderr, ", %lld skipped", (long long)(st.nskip_cfg + st.nskip_task));
+	fprintf(stderr, ", %.0f per second\n", st.busy > 0 ? st.nnew / st.busy : 0.0);
 }
 
 int cmd_extract_features(int argc, char **argv, tk_ctx *ctx)
@@ -432,26 +250,29 @@ int cmd_extract_features(int argc, char **argv, tk_ctx *ctx)
 	}
 	memset(&x, 0, sizeof x);
 	x.ctx = ctx;
-	x.kind = feat_kind_parse(o.kind ? o.kind : "itervar");
-	if (x.kind < 0)
+	int kind = feat_kind_parse(o.kind ? o.kind : "itervar");
+	if (kind < 0)
 		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o.kind);
 	if (o.batch < 1 || o.batch > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
-	x.kname = feat_kind_name(x.kind);
-	x.version = feat_version(x.kind);
-	if ((rc = tk_ctx_store(ctx, &x.st)))
+	x.kname = feat_kind_name(kind);
+	tk_store *st;
+	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;
+	if ((rc = tr_extract_new(st, kind, (int)o.batch, &x.ex)))
+		return tk_fail(ctx, rc, NULL);
 #ifdef M_TRIM_THRESHOLD
 	/* Every stored vector allocates and frees zlib's deflate state (about
 	 * 270 KB); by default glibc gives it back to the kernel each time and
 	 * page-faults it in again, which doubled the cost of a vector. */
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
-	rc = stream ? from_stream(&x) : from_store(&x);
+	rc = stream ? from_stream(&x)
+	            : tr_extract_run(x.ex, o.hardware, NULL, 0, &tk_interrupted, on_progress, &x);
 	if (rc)
 		rc = tk_fail(ctx, rc, NULL);
 	else
 		summary(&x);
-	xf_free(&x);
+	tr_extract_free(x.ex);
 	return rc;
 }
