@@ -144,7 +144,12 @@ test_expect_success 'bad input: one line, exit 2, no model written' '
 		"--to-hw 2 --model tlp.model --method finetune --ratio 0.3" \
 		"--to-hw 2 --model tlp.model --target-fraction 0" \
 		"--to-hw 2" "--model tlp.model" \
-		"--to-hw 2 --model /etc/passwd"; do
+		"--to-hw 2 --model /etc/passwd" \
+		"--model tlp.model --measure 4" \
+		"--model tlp.model --task dense:m=8,n=8,k=8" \
+		"--model tlp.model --measure 4 --task dense:m=8,n=8,k=8 --to-hw 2" \
+		"--model tlp.model --measure -1 --task dense:m=8,n=8,k=8" \
+		"--model tlp.model --measure 4 --task dense:m=0,n=8,k=8"; do
 		test_expect_code 2 tunekit transfer $args --out bad.model 2>err &&
 		test $(wc -l <err) -eq 1 && ! test -e bad.model || { echo "$args"; cat err; exit 1; }
 	done &&
@@ -162,6 +167,21 @@ test_expect_success 'bad input: one line, exit 2, no model written' '
 	test_expect_code 2 tunekit transfer --to-hw 3 --method xgb-warm --model xgb.model \
 		--out bad.model 2>err &&
 	grep -q "has knob features" err && ! test -e bad.model
+'
+
+test_expect_success '--measure: measure what the model picks on this CPU, then adapt on it' '
+	n=$(sql "SELECT COUNT(*) FROM measurement") &&
+	tunekit transfer --model tlp.model --measure 8 --task dense:m=16,n=16,k=32 --epochs 1 \
+		--repeat 1 --min-repeat-ms 1 --out measured.model >out 2>err &&
+	test "$(sql "SELECT COUNT(*) FROM measurement")" -eq $((n + 8)) &&
+	hw=$(sql "SELECT hardware_id FROM measurement ORDER BY id DESC LIMIT 1") &&
+	test "$(sql "SELECT COUNT(*) FROM measurement m JOIN feature f ON f.config_id = m.config_id
+		AND f.kind = '\''tlp'\'' WHERE m.id > (SELECT MAX(id) - 8 FROM measurement)")" -eq 8 &&
+	grep -q "measured 8 configurations (0 invalid) on hardware $hw" err &&
+	grep -q "to hardware $hw (.*): 8 of its 8 records with tlp features to adapt on" err &&
+	test "$(tsv_col out rows 3)" -eq 8 &&
+	grep -a -q "^hardware_id $hw$" measured.model &&
+	test "$(sql "SELECT method FROM run ORDER BY id DESC LIMIT 1")" = tune/tlp+sa
 '
 
 test_expect_success 'measure | extract-features - | transfer -: adapt to what was just measured' '
@@ -236,5 +256,13 @@ if test -r "$KT/convolution_A100.json.gz"; then
 else
 	echo "# $KT: Kernel Tuner data not readable, skipping its tests"
 fi
+
+test_expect_success 'the man page documents every option of --help' '
+	tunekit transfer --help >help &&
+	sed "/^common options:/,\$d" help | grep -o -- "--[a-z][a-z-]*" | sort -u >opts &&
+	test -s opts &&
+	mandoc -Tascii "$TOP/man/tunekit-transfer.1" | col -b >page &&
+	for o in $(cat opts); do grep -q -- "$o" page || { echo "undocumented: $o"; exit 1; }; done
+'
 
 test_done

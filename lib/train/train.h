@@ -286,6 +286,11 @@ typedef struct tr_transfer {
 	cm_adapt_info info;
 } tr_transfer;
 
+/* The feature kind (FEAT_*) and length *d that the header m of the model
+ * file at path names; TK_EINVAL naming path if it names none this tunekit
+ * knows or another version of the features than it extracts. */
+int tr_model_features(const char *path, const mf_meta *m, int *feat, int *d);
+
 /* Read the model file at model_path, check that o->method can transfer
  * its kind, load the target's records that have features of the model's
  * kind (tr_load; feature kind, version and length must match the

@@ -64,8 +64,7 @@ static void adapting_kinds(char *buf, size_t size, int way)
 		}
 }
 
-/* The feature kind and length the model file's header names. */
-static int model_features(const char *path, const mf_meta *m, int *feat, int *d)
+int tr_model_features(const char *path, const mf_meta *m, int *feat, int *d)
 {
 	const char *name = mf_get(m, "feature"), *ver = mf_get(m, "feature_version");
 	const char *len = mf_get(m, "feature_length");
@@ -183,7 +182,7 @@ int tr_transfer_run(tk_store *st, const char *model_path, const tr_transfer_opts
 		               model_path, k->name, o->method->name, names[0] ? names : "(none)");
 		goto done;
 	}
-	if ((rc = model_features(model_path, &t->src_meta, &t->feat, &d)) ||
+	if ((rc = tr_model_features(model_path, &t->src_meta, &t->feat, &d)) ||
 	    (rc = target_hw(st, o->hardware, &hw)))
 		goto done;
 	tr_load_opts lo = { t->feat, hw, o->ids, o->nid, NULL, 0 };
