@@ -9,6 +9,7 @@
  * is larger than the super-graph refused with a message.
  */
 #include "unit.h"
+#include "feat_task.h"
 
 #include "features/feature.h"
 
@@ -16,34 +17,6 @@
 #define F FEAT_GRAPH_F
 #define EMAX FEAT_GRAPH_EMAX
 #define J FEAT_GRAPH_LOOPS
-
-static double lg(double x)
-{
-	return log2(1.0 + x);
-}
-
-typedef struct task {
-	te_prog *p;
-	sp_space *sp;
-} task;
-
-static int task_open(task *t, const char *key)
-{
-	t->p = NULL;
-	t->sp = NULL;
-	if (te_task_parse(key, &t->p) || sp_space_create(t->p, &t->sp)) {
-		fprintf(stderr, "%s: %s\n", key, tk_errmsg());
-		te_prog_free(t->p);
-		return -1;
-	}
-	return 0;
-}
-
-static void task_close(task *t)
-{
-	sp_space_free(t->sp);
-	te_prog_free(t->p);
-}
 
 static const float *node(const float *v, int i)
 {

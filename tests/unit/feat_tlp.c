@@ -10,40 +10,13 @@
  * spaces refused.
  */
 #include "unit.h"
+#include "feat_task.h"
 
 #include "features/feature.h"
 #include "schedule/sched.h"
 
 #define L FEAT_TLP_L
 #define E FEAT_TLP_E
-
-static double lg(double x)
-{
-	return log2(1.0 + x);
-}
-
-typedef struct task {
-	te_prog *p;
-	sp_space *sp;
-} task;
-
-static int task_open(task *t, const char *key)
-{
-	t->p = NULL;
-	t->sp = NULL;
-	if (te_task_parse(key, &t->p) || sp_space_create(t->p, &t->sp)) {
-		fprintf(stderr, "%s: %s\n", key, tk_errmsg());
-		te_prog_free(t->p);
-		return -1;
-	}
-	return 0;
-}
-
-static void task_close(task *t)
-{
-	sp_space_free(t->sp);
-	te_prog_free(t->p);
-}
 
 /* tlp features of configuration text into v[L*E] (every value overwritten
  * first with a marker, so that unwritten values show). */

@@ -11,6 +11,7 @@
  * removed at exit.
  */
 #include "unit.h"
+#include "feat_task.h"
 
 #include <dirent.h>
 #include <sqlite3.h>
@@ -19,35 +20,6 @@
 #include "features/feature.h"
 #include "store/store_features.h"
 #include "store/store_int.h"
-
-/* lg(x) = log2(1 + x), the scaling of every count-like feature */
-static double lg(double x)
-{
-	return log2(1.0 + x);
-}
-
-typedef struct task {
-	te_prog *p;
-	sp_space *sp;
-} task;
-
-static int task_open(task *t, const char *key)
-{
-	t->p = NULL;
-	t->sp = NULL;
-	if (te_task_parse(key, &t->p) || sp_space_create(t->p, &t->sp)) {
-		fprintf(stderr, "%s: %s\n", key, tk_errmsg());
-		te_prog_free(t->p);
-		return -1;
-	}
-	return 0;
-}
-
-static void task_close(task *t)
-{
-	sp_space_free(t->sp);
-	te_prog_free(t->p);
-}
 
 /* Features of kind k of config text into a malloc'd array; *n its length. */
 static float *extract(const task *t, int k, const char *text, int *n, int *valid)
