@@ -19,7 +19,11 @@
 #   tlp moses file       --model-file: the A100's tlp adapted by Moses from
 #                        5% of the target's records (218, not counted),
 #                        scoring every plan, never refit
-# Medians over seeds; ">B" when a run never gets there.
+# Medians over seeds; ">B" when a run never gets there. CMAT, Moses'
+# comprehensive score against TenSet's fine-tuning ("tlp finetune online"):
+# (search-efficiency gain x tuned-latency reduction - 1) x 100%, the gain
+# the ratio of the medians of trials to 95% (B where a median run never got
+# there), the reduction that of the median best latencies at the budget.
 #
 # usage: transfer-search.sh TUNEKIT WORKDIR [SEEDS] [BUDGET]
 # Environment: KT_DIR.
@@ -64,7 +68,9 @@ for target in "NVIDIA RTX A4000" "AMD Instinct MI250X"; do
 			n=$(sqlite3 "$DIR/r.db" "SELECT min(trial) + 1 FROM measurement
 				WHERE valid AND median <= $best / 0.95")
 			meas=$(sqlite3 "$DIR/r.db" "SELECT count(*) FROM measurement")
-			printf '%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$s" "${n:-999999}" "$meas" >>"$ROWS"
+			lat=$(sqlite3 "$DIR/r.db" "SELECT min(median) FROM measurement WHERE valid")
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$s" "${n:-999999}" "$meas" \
+				"${lat:-1e30}" >>"$ROWS"
 			s=$((s + 1))
 		done
 	done
@@ -72,16 +78,18 @@ done
 
 printf '\nReplayed search on the target, budget %s: trials to 95%% of its best (median of %s seeds)\n' \
 	"$BUDGET" "$SEEDS"
-printf '%-22s %-20s %10s %9s %9s\n' target method to_95% reached measured
+printf '%-22s %-20s %10s %9s %9s %12s %7s\n' target method to_95% reached measured best_s CMAT%
 awk -F'\t' -v B="$BUDGET" '
 	{ key = $1 "\t" $2; if (!(key in n)) order[++nk] = key; k = ++n[key]
-	  v[key, k] = $4; m[key, k] = $5; ok[key] += $4 < 999999 }
+	  v[key, k] = $4 < 999999 ? $4 : B; m[key, k] = $5; l[key, k] = $6; ok[key] += $4 < 999999 }
 	function med(a, key,   i, b, x, c, t) {
-		c = n[key]; for (i = 1; i <= c; i++) t[i] = (a == "v") ? v[key, i] : m[key, i]
+		c = n[key]; for (i = 1; i <= c; i++) t[i] = (a == "v") ? v[key, i] : (a == "m") ? m[key, i] : l[key, i]
 		for (i = 1; i <= c; i++) for (b = i + 1; b <= c; b++) if (t[b] < t[i]) { x = t[i]; t[i] = t[b]; t[b] = x }
 		return t[int((c + 1) / 2)]
 	}
 	END { for (i = 1; i <= nk; i++) { key = order[i]; split(key, f, "\t"); x = med("v", key)
-		printf "%-22s %-20s %10s %6d/%-2d %9d\n", f[1], f[2], x < 999999 ? x : ">" B, ok[key],
-			n[key], med("m", key) } }
+		base = f[1] "\ttlp finetune online"; cmat = "-"
+		if (base in n) cmat = sprintf("%.1f", (med("v", base) / x * med("l", base) / med("l", key) - 1) * 100)
+		printf "%-22s %-20s %10s %6d/%-2d %9d %12.6g %7s\n", f[1], f[2],
+			(x < B || ok[key] * 2 > n[key]) ? x : (">" B), ok[key], n[key], med("m", key), med("l", key), cmat } }
 ' "$ROWS"
