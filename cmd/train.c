@@ -73,7 +73,7 @@ typedef struct net_list {
 static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int from_stdin,
                         const char *kname, int by_rows, int nhold)
 {
-	int d = 0, nheld = by_rows, n0 = 0, t0 = 0;
+	int d = 0, nheld = by_rows, n0 = 0, t0 = 0, naux = 0;
 	if (ctx->common.quiet)
 		return;
 	for (int i = 0; i < ts->n; i++)
@@ -83,6 +83,7 @@ static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int
 		nheld += !by_rows && tk->holdout && !tk->head;
 		n0 += tk->head ? 0 : tk->n;
 		t0 += !tk->head;
+		naux += tk->head && !tk->holdout ? tk->n : 0; /* a held-out task is left out on every head */
 	}
 	if (src->chosen && src->ncand > 1 && from_stdin)
 		fprintf(stderr, "%s: the records are of %d hardware targets; training on hardware %lld,"
@@ -102,8 +103,8 @@ static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int
 		        ctx->prog, nhold, ts->n);
 	fprintf(stderr, "%s: hardware %lld (%s): %d records of %d task%s, %d features", ctx->prog,
 	        (long long)src->hw_id, src->hw_key, n0, t0, t0 == 1 ? "" : "s", d);
-	if (n0 < ts->n)
-		fprintf(stderr, "; %d records of auxiliary hardware", ts->n - n0);
+	if (naux > 0)
+		fprintf(stderr, "; %d records of auxiliary hardware", naux);
 	if (nhold > 0)
 		fprintf(stderr, "; holding out %d records of %d task%s", nhold, nheld,
 		        nheld == 1 ? "" : "s");
