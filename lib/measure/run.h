@@ -26,7 +26,11 @@
  *
  * The child loads the object only after checking, on the descriptor it loads
  * it from, that it is a regular file of the user's, writable by no one else,
- * whose content has the SHA-256 the build recorded.
+ * whose content has the SHA-256 the build recorded. Before its first call of
+ * the kernel it confines itself (see run.c): its data size may grow by 1 GiB
+ * at most (MEAS_MEMORY_LIMIT past it), and a seccomp filter traps creating
+ * processes, signalling others and other calls a kernel has no business
+ * making (MEAS_FORBIDDEN); threads still start.
  *
  * The measurement lock (run_lock_*) keeps timings of several processes from
  * overlapping: a caller holds it while it times kernels, and compiles
@@ -110,8 +114,8 @@ typedef void (*run_child_fn)(void *ctx, void *buf, size_t size);
  * the size bytes it leaves in buf. The child sees the caller's memory as it
  * was at the call (fork's copy) and never returns into the caller. Returns
  * TK_OK with *error MEAS_OK (buf holds the child's result), MEAS_RUN_TIMEOUT
- * (killed after timeout_s seconds) or MEAS_RUNTIME_CRASH (it died; msg says
- * how); TK_EIO when no child could be started. run_kernel is run_call with
+ * (killed after timeout_s seconds), MEAS_FORBIDDEN (killed by SIGSYS) or
+ * MEAS_RUNTIME_CRASH (it died otherwise; msg says how); TK_EIO when no child could be started. run_kernel is run_call with
  * a child that loads, checks and times a kernel. */
 int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_s, int threads,
              int *error, char *msg, size_t nmsg);
