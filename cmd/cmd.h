@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "measure/run.h"
 #include "model/metrics.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -89,6 +90,12 @@ void ms_cli_init(ms_cli *m);
  * show waits for the measurement lock as progress. Returns 0, or the exit
  * status after a one-line error when a value is out of range. */
 int ms_cli_apply(struct tk_ctx *ctx, const ms_cli *m, struct ms_opts *mo);
+/* The measurement lock to take: opt_lock (--measure-lock), else
+ * $TUNEKIT_MEASURE_LOCK; *lock NULL for the default one, *nolock 1 for
+ * "none"; *wait shows the wait as progress (its context: ctx). Returns 0, or
+ * the exit status after an error (an empty value). */
+int ms_lock_choice(struct tk_ctx *ctx, const char *opt_lock, const char **lock, int *nolock,
+                   run_wait_fn *wait);
 
 /* ---- commands ------------------------------------------------------------ */
 

@@ -896,6 +896,7 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 struct run_lock {
 	int fd;
 	int held;
+	int inherited;     /* held by an ancestor (tunekit lock): nothing to release */
 	double since;      /* wall-clock time it was taken */
 	char path[4096];
 };
@@ -962,6 +963,39 @@ static long lock_holder(const run_lock *l)
 	return strtol(buf, NULL, 10);
 }
 
+/* The parent of process pid from /proc, 0 if unknown. */
+static long parent_of(long pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t k = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	buf[k] = 0;
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+	char *p = strrchr(buf, ')');
+	long ppid = 0;
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* 1 if pid is an ancestor of this process. */
+static int is_ancestor(long pid)
+{
+	long p = getppid();
+	for (int depth = 0; p > 1 && depth < 256; depth++) {
+		if (p == pid)
+			return 1;
+		p = parent_of(p);
+	}
+	return 0;
+}
+
 int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx)
 {
 	assert(l && l->fd >= 0);
@@ -973,9 +1007,16 @@ int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx)
 			continue;
 		if (errno != EWOULDBLOCK)
 			return tk_seterr(TK_EIO, "cannot lock %s: %s", l->path, strerror(errno));
+		/* Held by a process that started us (tunekit lock -- CMD): its hold
+		 * is ours, and waiting for it would never end. */
+		long holder = lock_holder(l);
+		if (holder > 0 && is_ancestor(holder)) {
+			l->held = l->inherited = 1;
+			return TK_OK;
+		}
 		double waited = tk_now() - t0;
 		if (wait && waited >= next_call) {
-			if (wait(ctx, l->path, waited, lock_holder(l)))
+			if (wait(ctx, l->path, waited, holder))
 				return tk_seterr(TK_EINTR, "interrupted while waiting for the measurement "
 				                 "lock %s", l->path);
 			next_call = waited + 0.25;
@@ -997,6 +1038,10 @@ void run_lock_release(run_lock *l)
 {
 	if (!l || !l->held)
 		return;
+	if (l->inherited) {
+		l->held = l->inherited = 0;
+		return;
+	}
 	const char *log = getenv("TUNEKIT_MEASURE_LOG");
 	if (ftruncate(l->fd, 0) < 0) {
 		/* read-only lock file: nothing was written */
@@ -1030,4 +1075,46 @@ void run_lock_close(run_lock *l)
 const char *run_lock_path(const run_lock *l)
 {
 	return l->path;
+}
+
+int run_command(char *const *argv, int *status)
+{
+	assert(argv && argv[0] && status);
+	*status = 0;
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return tk_seterr(TK_EIO, "cannot run %s: pipe: %s", argv[0], strerror(errno));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fd[0]);
+		close(fd[1]);
+		return tk_seterr(TK_EIO, "cannot run %s: fork: %s", argv[0], strerror(e));
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		execvp(argv[0], argv);
+		int e = errno;
+		write_all(fd[1], &e, sizeof e); /* the pipe closes on a successful exec */
+		_exit(127);
+	}
+	close(fd[1]);
+	int e = 0;
+	ssize_t k;
+	while ((k = read(fd[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(fd[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return tk_seterr(TK_EIO, "cannot run %s: waitpid: %s", argv[0], strerror(errno));
+	}
+	if (k == (ssize_t)sizeof e) {
+		*status = e == ENOENT ? 127 : 126;
+		return tk_seterr(e == ENOENT ? TK_ENOTFOUND : TK_EIO, "cannot run %s: %s", argv[0],
+		                 strerror(e));
+	}
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+	return TK_OK;
 }

@@ -141,8 +141,11 @@ int run_lock_open(const char *path, run_lock **out);
 typedef int (*run_wait_fn)(void *ctx, const char *path, double waited_s, long holder);
 
 /* Take the lock, waiting as long as another process holds it. wait may be
- * NULL. Returns TK_OK (held: the caller's pid is in the file), TK_EINTR when
- * wait asked to stop, TK_EIO. */
+ * NULL. A lock whose holder (the pid in the file) is an ancestor of this
+ * process counts as held at once: that is `tunekit lock -- CMD` holding it
+ * for CMD, which waits for us (releasing it then does nothing). Returns
+ * TK_OK (held: the caller's pid is in the file, or an ancestor's), TK_EINTR
+ * when wait asked to stop, TK_EIO. */
 int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx);
 /* Release a held lock; no-op if not held. */
 void run_lock_release(run_lock *l);
@@ -150,5 +153,14 @@ void run_lock_release(run_lock *l);
 void run_lock_close(run_lock *l);
 /* The path of the lock file (owned by l). */
 const char *run_lock_path(const run_lock *l);
+
+/* Run argv[0] (searched in PATH) with arguments argv (NULL-terminated) in a
+ * child process with this process's standard streams and environment, and
+ * wait for it; its exit status into *status (128 + N if signal N killed it).
+ * Returns TK_OK; TK_ENOTFOUND (*status 127) or TK_EIO (*status 126 when it
+ * could not be executed, else 0) with the reason when it did not run. Holds
+ * nothing across the call: a run_lock the caller holds stays held, and the
+ * lock's descriptor is not passed on (close-on-exec). */
+int run_command(char *const *argv, int *status);
 
 #endif
