@@ -467,6 +467,8 @@ int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 	if (m->cache_dir) mo->cache_dir = m->cache_dir;
 	if (m->evaluator && run_opts_evaluator(r, m->evaluator))
 		return tk_fail(ctx, TK_EINVAL, NULL);
+	if (m->clock && run_opts_clock(r, m->clock))
+		return tk_fail(ctx, TK_EINVAL, NULL);
 	if (m->flush) r->flush_cache = 1;
 	/* out-of-range values become an impossible setting, caught below */
 #define SET_INT(f, v) if ((v) != INT64_MIN) f = (v) < INT32_MIN || (v) > INT32_MAX ? -1 : (int)(v);

@@ -34,15 +34,19 @@
 #               order A B B A A B ...), and checks against those instead of
 #               the stored figures, so that a busy or drifting machine (a
 #               shared CI runner) slows both sides alike: the two sides of
-#               a kernel are measured seconds apart, not a whole pass apart.
+#               a kernel are measured a second apart, not a whole pass
+#               apart, and report check compares them pair by pair.
 #               RELEASE.db then only names the configurations.
-#   ROUNDS      passes per side and kernel with RELEASE_TUNEKIT (default 5)
-#   MEASURE     the options of tunekit measure (default "--repeat 20
-#               --min-repeat-ms 50": 20 repeats of at least 50 ms each, so
-#               that the gate has a sample of the noise, and a repeat
-#               averages over the scheduler's time slices on a busy machine;
-#               with RELEASE_TUNEKIT "--repeat 4 --min-repeat-ms 50" per
-#               pass, the same 20 repeats per side over the 5 passes)
+#   ROUNDS      passes per side and kernel with RELEASE_TUNEKIT (default 8)
+#   MEASURE     the options of tunekit measure (default "--clock cpu
+#               --repeat 20 --min-repeat-ms 50": CPU time, which time spent
+#               waiting for a CPU that another process holds does not
+#               inflate, so that a busy runner does not fail the gate; 20
+#               repeats of at least 50 ms each, so that the gate has a
+#               sample of the noise; with RELEASE_TUNEKIT "--clock cpu
+#               --repeat 3 --min-repeat-ms 50" per pass, 24 repeats per side
+#               over the 8 passes). Measure the release store with
+#               the same options: CPU and wall times do not compare.
 #
 # Exit status: that of tunekit report check: 0 nothing slower, 1 a kernel
 # is slower (named on stderr), 2 the stores do not compare (other hardware,
@@ -74,14 +78,14 @@ if [ -n "${RELEASE_TUNEKIT:-}" ]; then
 	# load between passes hits both sides of a kernel alike
 	baseline=$work/release-now.db
 	rm -f "$baseline" "$baseline-wal" "$baseline-shm"
-	pass="--repeat 4 --min-repeat-ms 50"
+	pass="--clock cpu --repeat 3 --min-repeat-ms 50"
 	n=$(($(wc -l <"$work/best.tsv") - 1))
 	k=1
 	while [ "$k" -le "$n" ]; do
 		{ head -n 1 "$work/best.tsv" && sed -n "$((k + 1))p" "$work/best.tsv"; } \
 			>"$work/kernel.tsv" || exit
 		r=1
-		while [ "$r" -le "${ROUNDS:-5}" ]; do
+		while [ "$r" -le "${ROUNDS:-8}" ]; do
 			if [ $((r % 2)) -eq 1 ]; then
 				measure "$RELEASE_TUNEKIT" "$baseline" "$work/kernel.tsv" "$pass" &&
 				measure "$tk" "$nightly" "$work/kernel.tsv" "$pass" || exit
@@ -94,7 +98,7 @@ if [ -n "${RELEASE_TUNEKIT:-}" ]; then
 		k=$((k + 1))
 	done
 else
-	measure "$tk" "$nightly" "$work/best.tsv" "--repeat 20 --min-repeat-ms 50" || exit
+	measure "$tk" "$nightly" "$work/best.tsv" "--clock cpu --repeat 20 --min-repeat-ms 50" || exit
 fi
 
 # 2. the gate: JUnit XML for the CI service, then the same verdicts as a

@@ -59,6 +59,8 @@ typedef struct run_opts {
 	int adaptive;         /* stop early on a low coefficient of variation */
 	int microbatch;       /* calls per micro-batch of the adaptive evaluator */
 	double cv;            /* its stopping threshold */
+	int cpu_clock;        /* time the process's CPU time (divided by the target's
+	                         threads), not wall time: steadier on a busy machine */
 } run_opts;
 
 /* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 1, no flush,
@@ -68,6 +70,10 @@ void run_opts_default(run_opts *o);
 /* Set o->adaptive from an evaluator name, "fixed" or "adaptive". Returns
  * TK_EINVAL (with the message set) for any other name. */
 int run_opts_evaluator(run_opts *o, const char *name);
+
+/* Set o->cpu_clock from a clock name, "wall" or "cpu". Returns TK_EINVAL
+ * (with the message set) for any other name. */
+int run_opts_clock(run_opts *o, const char *name);
 
 /* Coefficient of variation (population standard deviation over mean) of the
  * throughputs 1/times[i], i < n, with the smallest and largest dropped when
