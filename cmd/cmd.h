@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "measure/run.h"
 #include "model/metrics.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -59,7 +60,7 @@ typedef struct common_opts {
  * fields start unset (ms_cli_init) and then applied over the command's own
  * starting point, so that a resumed tuning run keeps what it stored. */
 typedef struct ms_cli {
-	const char *cache_dir, *evaluator, *measure_lock;
+	const char *cache_dir, *evaluator, *measure_lock, *clock;
 	int64_t number, repeat, warmup, microbatch;  /* INT64_MIN: unset */
 	double min_repeat_ms, timeout, build_timeout, build_adapt, cv; /* NAN: unset */
 	int flush;
@@ -71,6 +72,7 @@ typedef struct ms_cli {
 	{ OPT_DOUBLE, "min-repeat-ms", 0, &(m).min_repeat_ms, "MS", "minimum length of a repeat (default 10)" }, \
 	{ OPT_INT, "warmup", 0, &(m).warmup, "N", "untimed calls before timing (default 1)" }, \
 	{ OPT_FLAG, "flush-cache", 0, &(m).flush, NULL, "flush the CPU caches between repeats" }, \
+	{ OPT_STRING, "clock", 0, &(m).clock, "C", "time wall time (default) or cpu: the CPU time, steadier on a busy machine" }, \
 	{ OPT_STRING, "evaluator", 0, &(m).evaluator, "E", "fixed (number x repeat calls) or adaptive (stop at a low CV)" }, \
 	{ OPT_DOUBLE, "cv", 0, &(m).cv, "X", "adaptive: stop once the CV of per-batch throughputs is under X (0.1)" }, \
 	{ OPT_INT, "microbatch", 0, &(m).microbatch, "N", "adaptive: calls per micro-batch (50)" }, \
@@ -89,6 +91,12 @@ void ms_cli_init(ms_cli *m);
  * show waits for the measurement lock as progress. Returns 0, or the exit
  * status after a one-line error when a value is out of range. */
 int ms_cli_apply(struct tk_ctx *ctx, const ms_cli *m, struct ms_opts *mo);
+/* The measurement lock to take: opt_lock (--measure-lock), else
+ * $TUNEKIT_MEASURE_LOCK; *lock NULL for the default one, *nolock 1 for
+ * "none"; *wait shows the wait as progress (its context: ctx). Returns 0, or
+ * the exit status after an error (an empty value). */
+int ms_lock_choice(struct tk_ctx *ctx, const char *opt_lock, const char **lock, int *nolock,
+                   run_wait_fn *wait);
 
 /* ---- commands ------------------------------------------------------------ */
 

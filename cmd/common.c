@@ -425,17 +425,27 @@ static int lock_wait(void *p, const char *path, double waited, long holder)
 	return tk_interrupted != 0;
 }
 
+int ms_lock_choice(tk_ctx *ctx, const char *opt_lock, const char **lock, int *nolock,
+                   run_wait_fn *wait)
+{
+	const char *l = opt_lock, *e = getenv("TUNEKIT_MEASURE_LOCK");
+	if (!l && e && *e)
+		l = e;
+	if (l && !*l)
+		return tk_fail(ctx, TK_EINVAL, "--measure-lock needs a file or none");
+	*nolock = l && !strcmp(l, "none");
+	*lock = *nolock ? NULL : l;
+	*wait = lock_wait;
+	return 0;
+}
+
 int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 {
 	run_opts *r = &mo->run;
-	const char *lock = m->measure_lock, *max = getenv("TUNEKIT_CACHE_MAX");
-	if (!lock && getenv("TUNEKIT_MEASURE_LOCK") && *getenv("TUNEKIT_MEASURE_LOCK"))
-		lock = getenv("TUNEKIT_MEASURE_LOCK");
-	if (lock && !*lock)
-		return tk_fail(ctx, TK_EINVAL, "--measure-lock needs a file or none");
-	mo->nolock = lock && !strcmp(lock, "none");
-	mo->lock = mo->nolock ? NULL : lock;
-	mo->wait = lock_wait;
+	const char *max = getenv("TUNEKIT_CACHE_MAX");
+	int rc;
+	if ((rc = ms_lock_choice(ctx, m->measure_lock, &mo->lock, &mo->nolock, &mo->wait)))
+		return rc;
 	mo->wait_ctx = ctx;
 	const char *adapt = getenv("TUNEKIT_BUILD_ADAPT");
 	if (adapt && *adapt && isnan(m->build_adapt)) {
@@ -456,6 +466,8 @@ int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 	}
 	if (m->cache_dir) mo->cache_dir = m->cache_dir;
 	if (m->evaluator && run_opts_evaluator(r, m->evaluator))
+		return tk_fail(ctx, TK_EINVAL, NULL);
+	if (m->clock && run_opts_clock(r, m->clock))
 		return tk_fail(ctx, TK_EINVAL, NULL);
 	if (m->flush) r->flush_cache = 1;
 	/* out-of-range values become an impossible setting, caught below */

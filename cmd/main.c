@@ -18,6 +18,7 @@ int cmd_export(int argc, char **argv, tk_ctx *ctx);
 int cmd_extract_features(int argc, char **argv, tk_ctx *ctx);
 int cmd_help(int argc, char **argv, tk_ctx *ctx);
 int cmd_import(int argc, char **argv, tk_ctx *ctx);
+int cmd_lock(int argc, char **argv, tk_ctx *ctx);
 int cmd_measure(int argc, char **argv, tk_ctx *ctx);
 int cmd_pretrain_meta(int argc, char **argv, tk_ctx *ctx);
 int cmd_report(int argc, char **argv, tk_ctx *ctx);
@@ -32,6 +33,7 @@ static const tk_cmd commands[] = {
 	{ "extract-features", cmd_extract_features, NEEDS_STORE | STORE_WRITE, "feature vectors of stored configurations for cost models" },
 	{ "help", cmd_help, 0, "help on commands, operators, targets and networks" },
 	{ "import", cmd_import, NEEDS_STORE | STORE_WRITE, "records of other tuners: Kernel Tuner cache files, AutoTVM logs" },
+	{ "lock", cmd_lock, 0, "run a command holding the measurement lock" },
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
 	{ "pretrain-meta", cmd_pretrain_meta, NEEDS_STORE | STORE_WRITE,

@@ -713,13 +713,14 @@ static int check_table(const rp_check *c, int fmt)
 	static const char *const hdr[] = {
 		"task", "hw", "verdict", "ratio", "ratio_lo", "ratio_hi", "latency_s",
 		"baseline_latency_s", "repeats", "baseline_repeats", "config", "baseline_config",
+		"pairs",
 	};
 	table *t = table_new(ArraySize(hdr), hdr);
 	if (!t)
 		return EXIT_FAIL;
 	for (int i = 0; i < c->nrow; i++) {
 		const rp_check_row *r = &c->row[i];
-		char hw[24], ratio[32], lo[32], hi[32], cur[32], base[32], nc[24], nb[24];
+		char hw[24], ratio[32], lo[32], hi[32], cur[32], base[32], nc[24], nb[24], np[24];
 		snprintf(hw, sizeof hw, "%lld", (long long)r->hardware_id);
 		snprintf(ratio, sizeof ratio, "%.3f", r->ratio);
 		snprintf(lo, sizeof lo, "%.3f", r->lo);
@@ -733,8 +734,9 @@ static int check_table(const rp_check *c, int fmt)
 		}
 		snprintf(nc, sizeof nc, "%d", r->ncur);
 		snprintf(nb, sizeof nb, "%d", r->nbase);
+		snprintf(np, sizeof np, "%d", r->npair);
 		const char *cells[] = { r->task, hw, rp_check_verdict_name(r->verdict), ratio, lo, hi,
-		                        cur, base, nc, nb, r->config, r->base_config };
+		                        cur, base, nc, nb, r->config, r->base_config, np };
 		table_row(t, cells);
 	}
 	return table_print(t, stdout, fmt);
@@ -757,6 +759,13 @@ static int report_check(tk_ctx *ctx, int fmt, int junit)
 	store_close(base);
 	if (rc)
 		return tk_fail(ctx, rc, NULL);
+	for (const char *p = c->compiler_changes; p && *p;) {
+		const char *e = strchr(p, '\n');
+		int n = e ? (int)(e - p) : (int)strlen(p);
+		fprintf(stderr, "%s: warning: compared across a compiler change: %.*s\n", ctx->prog,
+		        n, p);
+		p += n + (e != NULL);
+	}
 	if (!ctx->common.quiet && (c->nonly_cur || c->nonly_base))
 		fprintf(stderr, "%s: %d task(s) only in this store and %d only in the baseline are not"
 		        " compared\n", ctx->prog, c->nonly_cur, c->nonly_base);

@@ -29,16 +29,24 @@
 #   RELEASE_TUNEKIT
 #               the release's tunekit binary, when the job can keep it: the
 #               job then measures the release's kernels again too, in the
-#               same session, alternating with this tunekit's (ROUNDS passes
-#               each, ABBA order), and checks against those instead of the
-#               stored figures, so that a busy or drifting machine (a shared
-#               CI runner) slows both sides alike. RELEASE.db then only names
-#               the configurations.
-#   ROUNDS      passes per side with RELEASE_TUNEKIT (default 2)
-#   MEASURE     the options of tunekit measure (default "--repeat 20
-#               --min-repeat-ms 50": 20 repeats of at least 50 ms each, so
-#               that the gate has a sample of the noise, and a repeat
-#               averages over the scheduler's time slices on a busy machine)
+#               same session, interleaved with this tunekit's kernel by
+#               kernel (for each kernel ROUNDS short passes per side, in the
+#               order A B B A A B ...), and checks against those instead of
+#               the stored figures, so that a busy or drifting machine (a
+#               shared CI runner) slows both sides alike: the two sides of
+#               a kernel are measured a second apart, not a whole pass
+#               apart, and report check compares them pair by pair.
+#               RELEASE.db then only names the configurations.
+#   ROUNDS      passes per side and kernel with RELEASE_TUNEKIT (default 8)
+#   MEASURE     the options of tunekit measure (default "--clock cpu
+#               --repeat 20 --min-repeat-ms 50": CPU time, which time spent
+#               waiting for a CPU that another process holds does not
+#               inflate, so that a busy runner does not fail the gate; 20
+#               repeats of at least 50 ms each, so that the gate has a
+#               sample of the noise; with RELEASE_TUNEKIT "--clock cpu
+#               --repeat 3 --min-repeat-ms 50" per pass, 24 repeats per side
+#               over the 8 passes). Measure the release store with
+#               the same options: CPU and wall times do not compare.
 #
 # Exit status: that of tunekit report check: 0 nothing slower, 1 a kernel
 # is slower (named on stderr), 2 the stores do not compare (other hardware,
@@ -59,26 +67,38 @@ rm -f "$nightly" "$nightly-wal" "$nightly-shm"
 # 1. measure the release's best configurations again: report best writes a
 # record stream that measure --config - reads
 "$tk" report --db "$release" best >"$work/best.tsv" || exit
-measure() { # binary, store
+measure() { # binary, store, record stream, default options
 	# shellcheck disable=SC2086 # MEASURE is a list of options
 	"$1" measure -q --db "$2" --target "$target" --config - \
-		${MEASURE:---repeat 20 --min-repeat-ms 50} <"$work/best.tsv" >/dev/null
+		${MEASURE:-$4} <"$3" >/dev/null
 }
 baseline=$release
 if [ -n "${RELEASE_TUNEKIT:-}" ]; then
+	# kernel by kernel, the two binaries in turn (ABBA), so that a change of
+	# load between passes hits both sides of a kernel alike
 	baseline=$work/release-now.db
 	rm -f "$baseline" "$baseline-wal" "$baseline-shm"
-	r=1
-	while [ "$r" -le "${ROUNDS:-2}" ]; do
-		if [ $((r % 2)) -eq 1 ]; then
-			measure "$RELEASE_TUNEKIT" "$baseline" && measure "$tk" "$nightly" || exit
-		else
-			measure "$tk" "$nightly" && measure "$RELEASE_TUNEKIT" "$baseline" || exit
-		fi
-		r=$((r + 1))
+	pass="--clock cpu --repeat 3 --min-repeat-ms 50"
+	n=$(($(wc -l <"$work/best.tsv") - 1))
+	k=1
+	while [ "$k" -le "$n" ]; do
+		{ head -n 1 "$work/best.tsv" && sed -n "$((k + 1))p" "$work/best.tsv"; } \
+			>"$work/kernel.tsv" || exit
+		r=1
+		while [ "$r" -le "${ROUNDS:-8}" ]; do
+			if [ $((r % 2)) -eq 1 ]; then
+				measure "$RELEASE_TUNEKIT" "$baseline" "$work/kernel.tsv" "$pass" &&
+				measure "$tk" "$nightly" "$work/kernel.tsv" "$pass" || exit
+			else
+				measure "$tk" "$nightly" "$work/kernel.tsv" "$pass" &&
+				measure "$RELEASE_TUNEKIT" "$baseline" "$work/kernel.tsv" "$pass" || exit
+			fi
+			r=$((r + 1))
+		done
+		k=$((k + 1))
 	done
 else
-	measure "$tk" "$nightly" || exit
+	measure "$tk" "$nightly" "$work/best.tsv" "--clock cpu --repeat 20 --min-repeat-ms 50" || exit
 fi
 
 # 2. the gate: JUnit XML for the CI service, then the same verdicts as a

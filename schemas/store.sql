@@ -89,7 +89,8 @@ CREATE TABLE measurement (
   error     INTEGER NOT NULL,       -- AutoTVM MeasureErrorNo: 0 none, 1 invalid config,
                                     -- 2 compile error, 3 device compile error, 4 runtime
                                     -- crash, 5 wrong answer, 6 compile timeout, 7 run
-                                    -- timeout, 8 unknown
+                                    -- timeout, 8 unknown; tunekit's own: 9 memory
+                                    -- limit, 10 forbidden syscall
   message   TEXT,                   -- reason when invalid
   mean      REAL,                   -- seconds per call, mean over repeats
   std       REAL,                   -- standard deviation over repeats

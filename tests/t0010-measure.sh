@@ -166,4 +166,19 @@ test_expect_success 'report runs splits the time of a tune run' '
 	sed -n 3p last3 | awk -F"\t" "\$9 != 1 { exit 1 }"
 '
 
+# --clock cpu times the process's CPU time: a kernel that sleeps 20 ms a
+# call takes 20 ms of wall time and next to no CPU time.
+test_expect_success '--clock cpu counts CPU time, not time spent waiting' '
+	fault="TK_FAULT=sleep TK_FAULT_MATCH=tile_i=8x1x1;tile_j=8x1x1" &&
+	env $fault "$TUNEKIT_BIN" measure -q --db clock.db --target cpu:cc=faultcc \
+		--task dense:m=8,n=8,k=4 --naive --number 2 --repeat 2 >wall &&
+	env $fault "$TUNEKIT_BIN" measure -q --db clock.db --target cpu:cc=faultcc --clock cpu \
+		--task dense:m=8,n=8,k=4 --naive --number 2 --repeat 2 >cpu &&
+	test "$(tsv_col wall valid)" = 1 && test "$(tsv_col cpu valid)" = 1 &&
+	awk -v w="$(tsv_col wall latency_s)" -v c="$(tsv_col cpu latency_s)" \
+		"BEGIN { exit !(w >= 0.02 && c < 0.005) }" &&
+	test_expect_code 2 tunekit measure -q --clock sundial --task dense:m=8,n=8,k=4 --naive 2>err &&
+	grep -q "unknown clock" err
+'
+
 test_done

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Kernels that crash, hang, compute a wrong answer or fail to compile become
-# invalid records with the right error code, and the run goes on.
+# Kernels that crash, hang, compute a wrong answer, fail to compile, ask for
+# too much memory or try to start processes become invalid records with the
+# right error code, and the run goes on.
 . "$(dirname "$0")/lib.sh"
 
 TASK='dense:m=16,n=16,k=8'
@@ -39,8 +40,35 @@ test_expect_success 'a kernel that does not compile is a compile error' '
 	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3
 '
 
-test_expect_success 'error codes are stored as AutoTVM numbers' '
-	test "$(sql "SELECT group_concat(DISTINCT error) FROM (SELECT error FROM measurement WHERE NOT valid ORDER BY error)")" = "2,4,5,7"
+test_expect_success 'a kernel that mallocs 8 GiB is a memory limit' '
+	measure_with_fault bigalloc >out &&
+	test "$(tsv_col out error 2)" = "memory limit" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 9" | grep -q "mmap of more than 1024 MiB"
+'
+
+test_expect_success 'a kernel that takes memory piece by piece is a memory limit' '
+	measure_with_fault memgrow >out &&
+	test "$(tsv_col out error 2)" = "memory limit" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 9" | grep -q "SIGSEGV with the data size"
+'
+
+test_expect_success 'a kernel that forks is a forbidden syscall, and no child of it runs' '
+	measure_with_fault forkbomb >out &&
+	test "$(tsv_col out error 2)" = "forbidden syscall" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 10" | grep -q "clone (a new process)"
+'
+
+test_expect_success 'threaded kernels still start their threads under the filter' '
+	TUNEKIT_CACHE=$TRASH/cache-threads tunekit measure -q --target cpu:threads=2 \
+		--task $TASK --naive --sample 2 --repeat 1 >out &&
+	test "$(awk -F"\t" "NR > 1 && \$7 == 1" out | wc -l)" -eq 3
+'
+
+test_expect_success 'error codes are stored as AutoTVM numbers, then tunekit numbers' '
+	test "$(sql "SELECT group_concat(DISTINCT error) FROM (SELECT error FROM measurement WHERE NOT valid ORDER BY error)")" = "2,4,5,7,9,10"
 '
 
 test_done

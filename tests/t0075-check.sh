@@ -7,9 +7,9 @@ CI=$TOP/examples/ci-benchmark.sh
 TASKS='--task dense:m=64,n=64,k=64 --task conv2d:c=8,h=14,w=14,k=8,pad=1'
 
 # The release store: a few configurations of two tasks, measured as the job
-# measures (20 repeats of at least 50 ms: a sample of the noise).
+# measures (CPU time, 20 repeats of at least 50 ms: a sample of the noise).
 test_expect_success 'setup: the store of the last release' '
-	tunekit measure -q --db release.db $TASKS --naive --sample 3 \
+	tunekit measure -q --db release.db $TASKS --naive --sample 3 --clock cpu \
 		--repeat 20 --min-repeat-ms 50 >/dev/null &&
 	tunekit report --db release.db best >best &&
 	test "$(tsv_count best)" -eq 2
@@ -49,14 +49,37 @@ test_expect_success 'the job re-measures the best configurations and passes' '
 
 test_expect_success 'with the release binary the job measures both sides in one session' '
 	for i in 1 2 3; do
-		RELEASE_TUNEKIT=$TUNEKIT_BIN TUNEKIT=$TUNEKIT_BIN ROUNDS=2 \
+		RELEASE_TUNEKIT=$TUNEKIT_BIN TUNEKIT=$TUNEKIT_BIN ROUNDS=3 \
 			sh "$CI" release.db ci4 >log 2>err && break
 		cat err
 	done &&
 	! grep -q slower log &&
 	grep -q "tests=\"2\" failures=\"0\"" ci4/check.xml &&
-	test "$(sqlite3 ci4/release-now.db "SELECT count(*) FROM measurement WHERE valid")" -eq 4 &&
-	test "$(sqlite3 ci4/nightly.db "SELECT count(*) FROM measurement WHERE valid")" -eq 4
+	test "$(sqlite3 ci4/release-now.db "SELECT count(*) FROM measurement WHERE valid")" -eq 6 &&
+	test "$(sqlite3 ci4/nightly.db "SELECT count(*) FROM measurement WHERE valid")" -eq 6
+'
+
+# Load that changes between passes must hit both sides of a kernel alike:
+# the job measures kernel by kernel, release (A) and current (B) in turn,
+# A B B A A B, not one whole pass of every kernel after another; the check
+# then compares them pair by pair (the pairs column).
+test_expect_success 'the job interleaves the two sides kernel by kernel; check pairs them' '
+	sqlite3 ci4/nightly.db "ATTACH \"ci4/release-now.db\" AS r;
+		SELECT s || \" \" || substr(k, 1, instr(k, \":\") - 1) FROM (
+		SELECT \"B\" s, m.at at, t.key k FROM main.measurement m JOIN main.config c
+			ON c.id = m.config_id JOIN main.task t ON t.id = c.task_id
+		UNION ALL
+		SELECT \"A\", m.at, t.key FROM r.measurement m JOIN r.config c
+			ON c.id = m.config_id JOIN r.task t ON t.id = c.task_id) ORDER BY at" >order &&
+	printf "A conv2d\nB conv2d\nB conv2d\nA conv2d\nA conv2d\nB conv2d\n" >expect &&
+	printf "A dense\nB dense\nB dense\nA dense\nA dense\nB dense\n" >>expect &&
+	test_cmp expect order &&
+	tunekit report --db ci4/nightly.db --format tsv check --baseline ci4/release-now.db \
+		--threshold 900 >out &&
+	test "$(tsv_col out pairs 2)" = 3 && test "$(tsv_col out pairs 3)" = 3 &&
+	tunekit report --db ci/nightly.db --format tsv check --baseline release.db \
+		--threshold 900 >out &&
+	test "$(tsv_col out pairs 2)" = 0
 '
 
 # A planted regression: the job's measurements made 20% slower. Whether the
@@ -66,7 +89,7 @@ test_expect_success 'with the release binary the job measures both sides in one 
 planted() {
 	rm -f now.db &&
 	tunekit report --db release.db best |
-		tunekit measure -q --db now.db --config - --repeat 20 --min-repeat-ms 50 >/dev/null &&
+		tunekit measure -q --db now.db --config - --clock cpu --repeat 20 --min-repeat-ms 50 >/dev/null &&
 	scaled now.db slow.db 1.2 &&
 	test_expect_code 1 tunekit report --db slow.db --format tsv check --baseline now.db >out 2>err &&
 	test "$(awk -F"\t" "\$3 == \"slower\"" out | wc -l)" -eq 2 &&
@@ -107,6 +130,34 @@ test_expect_success 'stores from different hardware do not compare: exit 2, both
 	sqlite3 other.db "UPDATE hardware SET key = key || \"|elsewhere\"" &&
 	test_expect_code 2 tunekit report --db other.db check --baseline release.db 2>err &&
 	grep -q "different hardware" err && grep -q "elsewhere" err
+'
+
+# Store $1's hardware keys with field $2 (1: CPU, 3: compiler) set to $3.
+rekey() {
+	sqlite3 "$1" "SELECT id || '|' || key FROM hardware" |
+	while IFS= read -r line; do
+		id=${line%%|*}
+		key=$(printf '%s\n' "${line#*|}" | awk -F"|" -v OFS="|" -v f="$2" -v v="$3" "{ \$f = v; print }")
+		sqlite3 "$1" "UPDATE hardware SET key = '$key' WHERE id = $id" || return 1
+	done
+}
+
+# After a compiler upgrade the nightly job must still judge the kernels (the
+# upgrade is what it is there to catch); only the compiler may differ.
+test_expect_success 'a compiler upgrade still compares, with a warning naming both' '
+	cp ci/nightly.db newcc.db &&
+	rekey newcc.db 3 "cc (Future) 99.1" &&
+	tunekit report --db newcc.db --format tsv check --baseline release.db --threshold 900 \
+		>out 2>err &&
+	test "$(tsv_count out)" -eq 2 &&
+	grep -q "warning: compared across a compiler change: .* -> cc (Future) 99.1" err &&
+	cp ci/nightly.db newcpu.db &&
+	rekey newcpu.db 1 "Some Other CPU" &&
+	test_expect_code 2 tunekit report --db newcpu.db check --baseline release.db 2>err &&
+	grep -q "different hardware" err &&
+	rekey newcpu.db 3 "cc (Future) 99.1" &&
+	test_expect_code 2 tunekit report --db newcpu.db check --baseline release.db 2>err &&
+	grep -q "different hardware" err
 '
 
 test_expect_success '--hardware picks this store'"'"'s hardware; one without records is exit 2' '

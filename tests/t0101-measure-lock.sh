@@ -74,6 +74,64 @@ test_expect_success 'tune takes the lock too' '
 	test "$(cut -d" " -f1 tune-holds | sort -u | wc -l)" -eq 1
 '
 
+# Programs that time and are not tunekit (benchmark drivers) take tunekit's
+# own lock with tunekit lock; the bench scripts once took a lock file of
+# their own, so their timings could overlap a tunekit tune.
+test_expect_success 'tunekit lock holds the lock while its command runs; measure waits' '
+	{ "$TUNEKIT_BIN" lock --measure-lock "$L" -- sleep 3 & } && holder=$! &&
+	sleep 0.5 &&
+	t0=$(now) &&
+	tunekit measure -q --measure-lock "$L" --task $TASK --naive >out &&
+	t1=$(now) &&
+	wait $holder &&
+	awk -v a="$t0" -v b="$t1" "BEGIN { exit !(b - a >= 2) }" &&
+	test "$(tsv_col out valid)" = 1
+'
+
+test_expect_success 'tunekit lock waits for a measuring tunekit; the holds never overlap' '
+	export TUNEKIT_MEASURE_LOG=$TRASH/lock-holds &&
+	{ "$TUNEKIT_BIN" measure -q --measure-lock "$L" --db c.db --task $TASK --naive --sample 8 --batch 2 >c.out & } &&
+	p1=$! &&
+	sleep 0.2 &&
+	for i in 1 2 3; do
+		TUNEKIT_MEASURE_LOCK=$L tunekit lock -- sleep 0.2 || exit 1
+	done &&
+	wait $p1 &&
+	unset TUNEKIT_MEASURE_LOG &&
+	test "$(cut -d" " -f1 lock-holds | sort -u | wc -l)" -eq 4 &&
+	sort -k2,2g lock-holds | awk "NR > 1 && \$2 < end { print \"overlap: \" prev \" / \" \$0; bad = 1 }
+		{ end = \$3; prev = \$0 } END { exit bad }"
+'
+
+test_expect_success 'a tunekit under tunekit lock runs under its hold, not waiting for it' '
+	t0=$(now) &&
+	timeout 60 "$TUNEKIT_BIN" lock --measure-lock "$L" -- \
+		sh -c "\"\$0\" measure -q --measure-lock \"\$1\" --task $TASK --naive" \
+		"$TUNEKIT_BIN" "$L" >out &&
+	t1=$(now) &&
+	test "$(tsv_col out valid)" = 1 &&
+	awk -v a="$t0" -v b="$t1" "BEGIN { exit !(b - a < 30) }"
+'
+
+test_expect_success 'tunekit lock exits with its command'"'"'s status' '
+	test_expect_code 0 tunekit lock --measure-lock "$L" -- true &&
+	test_expect_code 3 tunekit lock --measure-lock "$L" -- sh -c "exit 3" &&
+	test_expect_code 127 tunekit lock --measure-lock "$L" -- no-such-command 2>err &&
+	grep -q "cannot run no-such-command" err &&
+	test_expect_code 2 tunekit lock --measure-lock "$L" 2>err &&
+	grep -q "no command" err &&
+	test_expect_code 0 tunekit lock --measure-lock none -- true &&
+	mkdir lockdir2 &&
+	test_expect_code 1 tunekit lock --measure-lock lockdir2 -- true 2>err &&
+	grep -q "measurement lock" err
+'
+
+test_expect_success 'the bench scripts take tunekit'"'"'s lock, not a file of their own' '
+	! grep -n "flock\|tunekit-measure.lock" "$TOP"/tests/bench/*.sh &&
+	grep -q "\"\$TK\" lock -- " "$TOP/tests/bench/kernels.sh" &&
+	grep -q "\"\$TK\" lock -- " "$TOP/tests/bench/split.sh"
+'
+
 test_expect_success 'an interrupt while waiting for the lock exits 130 and records nothing' '
 	{ flock "$L" sleep 4 & } &&
 	holder=$! &&

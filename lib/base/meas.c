@@ -9,14 +9,15 @@
 static const char *const names[MEAS_NERROR] = {
 	"none", "invalid config", "compile error", "device compile error",
 	"runtime crash", "wrong answer", "compile timeout", "run timeout",
-	"unknown",
+	"unknown", "memory limit", "forbidden syscall",
 };
 
-/* AutoTVM's MeasureErrorNo names, in code order. */
+/* AutoTVM's MeasureErrorNo names, in code order, then names in their style
+ * for tunekit's own codes. */
 static const char *const tvm_names[MEAS_NERROR] = {
 	"NO_ERROR", "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE",
 	"RUNTIME_DEVICE", "WRONG_ANSWER", "BUILD_TIMEOUT", "RUN_TIMEOUT",
-	"UNKNOWN_ERROR",
+	"UNKNOWN_ERROR", "MEMORY_LIMIT", "FORBIDDEN_SYSCALL",
 };
 
 const char *meas_error_name(int code)

@@ -386,7 +386,7 @@ static int import_own(at_import *im, const at_rec *r)
 
 	if ((rc = get_task(im, r->name + strlen(AT_PREFIX), r->args, &t)))
 		return err_prefix(rc == TK_ENOMEM ? rc : TK_EINVAL, r->name);
-	if (r->error_no < 0 || r->error_no >= MEAS_NERROR)
+	if (r->error_no < 0 || r->error_no > MEAS_AUTOTVM_LAST)
 		return tk_seterr(TK_EINVAL, "error_no %lld is not a MeasureErrorNo",
 		                 (long long)r->error_no);
 	if (r->error_no == MEAS_OK) {

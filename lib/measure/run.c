@@ -24,8 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -35,11 +37,35 @@
 
 #include "util/util.h"
 
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#define RUN_SECCOMP 1
+#if defined(__x86_64__)
+#define RUN_AUDIT_ARCH AUDIT_ARCH_X86_64
+#else
+#define RUN_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+#endif
+
+/* Built with AddressSanitizer (check-asan): its leak checker, run when a
+ * kernel calls exit(), stops the process from a clone that shares its
+ * memory (CLONE_VM, not CLONE_THREAD) with ptrace. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RUN_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RUN_ASAN 1
+#endif
+#endif
+
 #define RUN_ABI 1
 #define RUN_MAXNUMBER 1000000
 #define RUN_MAXWS_BYTES (8ULL << 30)  /* workspace limit: 8 GiB */
 #define RUN_FLUSH_BYTES (64u << 20)   /* larger than the LLC (35.8 MiB here) */
 #define RUN_CANARY 16                 /* floats after the output checked for overruns */
+#define RUN_MEM_HEADROOM (1ULL << 30) /* memory a kernel may add to the harness's: 1 GiB */
 
 typedef void (*kernel_fn)(float *const *bufs, float *ws);
 
@@ -55,6 +81,16 @@ void run_opts_default(run_opts *o)
 	o->adaptive = 0;
 	o->microbatch = 50;
 	o->cv = 0.1;
+	o->cpu_clock = 0;
+}
+
+int run_opts_clock(run_opts *o, const char *name)
+{
+	if (!strcmp(name, "wall") || !strcmp(name, "cpu")) {
+		o->cpu_clock = name[0] == 'c';
+		return TK_OK;
+	}
+	return tk_seterr(TK_EINVAL, "unknown clock '%s' (wall or cpu)", name);
 }
 
 int run_opts_evaluator(run_opts *o, const char *name)
@@ -130,14 +166,20 @@ static int check_output(const float *out, const run_io *io, const char *when, do
 	return 0;
 }
 
+/* The clock of time_calls, and what its differences are divided by: wall
+ * time, or the process's CPU time over the target's threads (set by
+ * kernel_child in the measuring child). */
+static clockid_t time_clock = CLOCK_MONOTONIC;
+static double time_div = 1;
+
 static double time_calls(kernel_fn f, float *const *bufs, float *ws, long n)
 {
 	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	clock_gettime(time_clock, &a);
 	for (long i = 0; i < n; i++)
 		f(bufs, ws);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+	clock_gettime(time_clock, &b);
+	return ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9) / time_div;
 }
 
 /* Evict the caches: write then read a buffer larger than the LLC. */
@@ -209,6 +251,326 @@ static int child_object(const build_job *obj, run_result *r)
 	return fd;
 }
 
+/* ---- the child's confinement ------------------------------------------ */
+
+/* Before it calls the kernel, the measuring child confines itself, so that
+ * a kernel that runs away harms nothing but the child and is recorded with a
+ * reason of its own:
+ *
+ *  - Memory: RLIMIT_DATA is set to what the child has mapped (its copy of
+ *    the inputs, the output, the workspace, the libraries) plus
+ *    RUN_MEM_HEADROOM. AddressSanitizer's shadow counts as data, so the
+ *    limit holds under it too (RLIMIT_AS would not: the shadow is terabytes
+ *    of address space). One mapping larger than the headroom (malloc of 8
+ *    GiB) is refused by the seccomp filter below and reported as
+ *    MEAS_MEMORY_LIMIT; memory taken piece by piece ends with an allocation
+ *    that fails, and a SIGSEGV or SIGBUS while the data size is within an
+ *    eighth of the headroom of the limit is reported as MEAS_MEMORY_LIMIT
+ *    too.
+ *  - System calls: a seccomp-BPF filter traps the calls a compute kernel has
+ *    no business making: creating a process (fork, vfork, clone without
+ *    CLONE_THREAD, execve), signalling or tracing another process, sockets,
+ *    mounts, modules, reboot, namespaces, session and group changes. Root
+ *    ignores RLIMIT_NPROC; the filter holds for root too. A trapped call
+ *    ends the child with MEAS_FORBIDDEN naming the call. clone3 fails with
+ *    ENOSYS (its flags are behind a pointer the filter cannot read), so
+ *    pthread_create falls back to clone, where CLONE_THREAD is checked:
+ *    OpenMP and pthread workers still start.
+ *
+ * In a build with AddressSanitizer, a clone with CLONE_VM and ptrace stay
+ * allowed for its leak checker (see RUN_ASAN); fork and exec are still
+ * trapped there.
+ *
+ * The traps are reported by signal handlers that write the result to the
+ * pipe themselves and leave with _exit. Where the filter cannot be installed
+ * (no seccomp, another architecture), the child measures unconfined. */
+
+static int child_pipe = -1;          /* the result pipe, in a child of run_call */
+static run_result *child_result;     /* the result a trap handler fills */
+static unsigned long long child_data_limit; /* RLIMIT_DATA set, 0 if none */
+static int child_trapped;            /* one handler reports, the others wait */
+static char child_altstack[1 << 16]; /* handlers run here: the stack may be gone */
+
+/* Append s to buf[*n..cap) (async-signal-safe). */
+static void sig_puts(char *buf, size_t *n, size_t cap, const char *s)
+{
+	while (*s && *n + 1 < cap)
+		buf[(*n)++] = *s++;
+	buf[*n] = 0;
+}
+
+static void sig_putu(char *buf, size_t *n, size_t cap, unsigned long long v)
+{
+	char d[24];
+	int k = 0;
+	do
+		d[k++] = (char)('0' + v % 10);
+	while ((v /= 10) && k < (int)sizeof d);
+	while (k > 0 && *n + 1 < cap)
+		buf[(*n)++] = d[--k];
+	buf[*n] = 0;
+}
+
+/* The data size of this process (VmData) in bytes, 0 if unknown
+ * (async-signal-safe). */
+static unsigned long long vm_data_bytes(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t k = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	buf[k] = 0;
+	char *p = strstr(buf, "\nVmData:");
+	if (!p)
+		return 0;
+	p += 8;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	unsigned long long kb = 0;
+	while (*p >= '0' && *p <= '9')
+		kb = kb * 10 + (unsigned)(*p++ - '0');
+	return kb * 1024;
+}
+
+/* Report child_result with error and msg, from a signal handler, and end
+ * the child. A second thread trapping meanwhile waits for the end. */
+static void child_report_trap(int error, const char *msg)
+{
+	if (__atomic_exchange_n(&child_trapped, 1, __ATOMIC_SEQ_CST))
+		for (;;)
+			pause();
+	run_result *r = child_result;
+	r->error = error;
+	r->nrepeat = 0;
+	memcpy(r->msg, msg, sizeof r->msg);
+	r->msg[sizeof r->msg - 1] = 0;
+	const char *s = (const char *)r;
+	size_t left = sizeof *r;
+	while (left > 0) {
+		ssize_t k = write(child_pipe, s, left);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		s += k;
+		left -= (size_t)k;
+	}
+	_exit(0);
+}
+
+#ifdef RUN_SECCOMP
+enum { SYS_ALWAYS, SYS_MEMORY, SYS_CLONE, SYS_SIGNAL };
+
+/* The system calls the filter looks at: trapped always, trapped beyond the
+ * headroom (the length argument), trapped without CLONE_THREAD, trapped
+ * unless aimed at this process. */
+static const struct { int nr; const char *name; int kind; int arg; } sys_tab[] = {
+#ifdef __NR_fork
+	{ __NR_fork, "fork", SYS_ALWAYS, 0 },
+#endif
+#ifdef __NR_vfork
+	{ __NR_vfork, "vfork", SYS_ALWAYS, 0 },
+#endif
+	{ __NR_clone, "clone", SYS_CLONE, 0 },
+	{ __NR_execve, "execve", SYS_ALWAYS, 0 },
+	{ __NR_execveat, "execveat", SYS_ALWAYS, 0 },
+	{ __NR_kill, "kill", SYS_SIGNAL, 0 },
+	{ __NR_tgkill, "tgkill", SYS_SIGNAL, 0 },
+	{ __NR_tkill, "tkill", SYS_ALWAYS, 0 },
+	{ __NR_rt_sigqueueinfo, "rt_sigqueueinfo", SYS_SIGNAL, 0 },
+	{ __NR_rt_tgsigqueueinfo, "rt_tgsigqueueinfo", SYS_SIGNAL, 0 },
+	{ __NR_pidfd_open, "pidfd_open", SYS_ALWAYS, 0 },
+	{ __NR_pidfd_send_signal, "pidfd_send_signal", SYS_ALWAYS, 0 },
+#ifndef RUN_ASAN
+	{ __NR_ptrace, "ptrace", SYS_ALWAYS, 0 },
+#endif
+	{ __NR_process_vm_readv, "process_vm_readv", SYS_ALWAYS, 0 },
+	{ __NR_process_vm_writev, "process_vm_writev", SYS_ALWAYS, 0 },
+	{ __NR_setpgid, "setpgid", SYS_ALWAYS, 0 },
+	{ __NR_setsid, "setsid", SYS_ALWAYS, 0 },
+	{ __NR_socket, "socket", SYS_ALWAYS, 0 },
+	{ __NR_socketpair, "socketpair", SYS_ALWAYS, 0 },
+	{ __NR_connect, "connect", SYS_ALWAYS, 0 },
+	{ __NR_bind, "bind", SYS_ALWAYS, 0 },
+	{ __NR_mount, "mount", SYS_ALWAYS, 0 },
+	{ __NR_umount2, "umount2", SYS_ALWAYS, 0 },
+	{ __NR_unshare, "unshare", SYS_ALWAYS, 0 },
+	{ __NR_setns, "setns", SYS_ALWAYS, 0 },
+	{ __NR_reboot, "reboot", SYS_ALWAYS, 0 },
+	{ __NR_kexec_load, "kexec_load", SYS_ALWAYS, 0 },
+	{ __NR_init_module, "init_module", SYS_ALWAYS, 0 },
+	{ __NR_finit_module, "finit_module", SYS_ALWAYS, 0 },
+	{ __NR_delete_module, "delete_module", SYS_ALWAYS, 0 },
+	{ __NR_swapon, "swapon", SYS_ALWAYS, 0 },
+	{ __NR_swapoff, "swapoff", SYS_ALWAYS, 0 },
+	{ __NR_bpf, "bpf", SYS_ALWAYS, 0 },
+	{ __NR_mmap, "mmap", SYS_MEMORY, 1 },
+	{ __NR_mremap, "mremap", SYS_MEMORY, 2 },
+};
+
+#define BPF_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define BPF_ARG_HI(i) (BPF_ARG_LO(i) + 4) /* little-endian only (x86-64, arm64) */
+
+/* Install the filter (see above). Returns 0, or -1 when the kernel refuses
+ * it (nothing installed). */
+static int child_seccomp(pid_t self)
+{
+	enum { NMAX = 8 + 7 * ArraySize(sys_tab) };
+	struct sock_filter f[NMAX];
+	int n = 0;
+#define EMIT(insn) (assert(n < NMAX), f[n++] = (struct sock_filter)insn)
+	const uint32_t allow = SECCOMP_RET_ALLOW, trap = SECCOMP_RET_TRAP;
+	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_AUDIT_ARCH, 1, 0));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+#ifdef __x86_64__
+	/* x32 system calls (the same numbers with bit 30 set) */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+#endif
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
+	for (int i = 0; i < ArraySize(sys_tab); i++) {
+		uint32_t nr = (uint32_t)sys_tab[i].nr;
+		int a = sys_tab[i].arg;
+		switch (sys_tab[i].kind) {
+		case SYS_ALWAYS:
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			break;
+		case SYS_CLONE: /* a thread of this process, or trap */
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 4));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
+#ifdef RUN_ASAN
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD | CLONE_VM, 0, 1));
+#else
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
+#endif
+			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			break;
+		case SYS_MEMORY: /* a length up to the headroom, or trap */
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 6));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_HI(a)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, (uint32_t)RUN_MEM_HEADROOM, 1, 0));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			break;
+		case SYS_SIGNAL: /* pid 0 (its own group) or this process, or trap */
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)self, 2, 0));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+			break;
+		}
+	}
+	EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+#undef EMIT
+	struct sock_fprog prog = { (unsigned short)n, f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0 ? -1 : 0;
+}
+
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	char msg[sizeof child_result->msg];
+	size_t n = 0;
+	const char *name = NULL;
+	int kind = SYS_ALWAYS;
+	for (int i = 0; i < ArraySize(sys_tab); i++)
+		if (sys_tab[i].nr == si->si_syscall) {
+			name = sys_tab[i].name;
+			kind = sys_tab[i].kind;
+		}
+	if (kind == SYS_MEMORY) {
+		sig_puts(msg, &n, sizeof msg, "memory limit: ");
+		sig_puts(msg, &n, sizeof msg, name);
+		sig_puts(msg, &n, sizeof msg, " of more than ");
+		sig_putu(msg, &n, sizeof msg, RUN_MEM_HEADROOM >> 20);
+		sig_puts(msg, &n, sizeof msg, " MiB at once refused");
+		child_report_trap(MEAS_MEMORY_LIMIT, msg);
+	}
+	sig_puts(msg, &n, sizeof msg, "forbidden syscall: ");
+	if (name)
+		sig_puts(msg, &n, sizeof msg, name);
+	else
+		sig_putu(msg, &n, sizeof msg, (unsigned)si->si_syscall);
+	sig_puts(msg, &n, sizeof msg, kind == SYS_CLONE ? " (a new process)"
+	                              : kind == SYS_SIGNAL ? " (to another process)" : "");
+	child_report_trap(MEAS_FORBIDDEN, msg);
+}
+#endif
+
+/* A SIGSEGV or SIGBUS: the memory limit if the data size is near it, else
+ * the signal's default action (the parent reports a crash). */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	unsigned long long have = vm_data_bytes();
+	if (child_data_limit && have + RUN_MEM_HEADROOM / 8 >= child_data_limit) {
+		char msg[sizeof child_result->msg];
+		size_t n = 0;
+		sig_puts(msg, &n, sizeof msg, "memory limit: ");
+		sig_puts(msg, &n, sizeof msg, sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+		sig_puts(msg, &n, sizeof msg, " with the data size at ");
+		sig_putu(msg, &n, sizeof msg, have >> 20);
+		sig_puts(msg, &n, sizeof msg, " MiB of its ");
+		sig_putu(msg, &n, sizeof msg, child_data_limit >> 20);
+		sig_puts(msg, &n, sizeof msg, " MiB limit");
+		child_report_trap(MEAS_MEMORY_LIMIT, msg);
+	}
+	/* SA_RESETHAND restored the default: a fault recurs when the handler
+	 * returns, a sent signal is sent again. */
+	if (si->si_code <= 0)
+		raise(sig);
+}
+
+/* Confine the measuring child before it runs the kernel (see above); r is
+ * where the trap handlers report. */
+static void child_confine(run_result *r)
+{
+	child_result = r;
+	stack_t ss = { .ss_sp = child_altstack, .ss_size = sizeof child_altstack };
+	sigaltstack(&ss, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+
+	unsigned long long data = vm_data_bytes();
+	struct rlimit lim;
+	if (data > 0 && getrlimit(RLIMIT_DATA, &lim) == 0 &&
+	    (lim.rlim_max == RLIM_INFINITY || data + RUN_MEM_HEADROOM <= lim.rlim_max)) {
+		lim.rlim_cur = lim.rlim_max = data + RUN_MEM_HEADROOM;
+		if (setrlimit(RLIMIT_DATA, &lim) == 0) {
+			child_data_limit = lim.rlim_cur;
+			sa.sa_sigaction = on_fault;
+			sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+			sigaction(SIGSEGV, &sa, NULL);
+			sigaction(SIGBUS, &sa, NULL);
+		}
+	}
+#ifdef RUN_SECCOMP
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigaddset(&sa.sa_mask, SIGSEGV);
+	sigaddset(&sa.sa_mask, SIGBUS);
+	if (sigaction(SIGSYS, &sa, NULL) == 0 && child_seccomp(getpid()) < 0) {
+		sa.sa_handler = SIG_DFL;
+		sa.sa_flags = 0;
+		sigaction(SIGSYS, &sa, NULL);
+	}
+#endif
+}
+
 /* Everything the child does before reporting; fills *r (error set on failure). */
 static void child_measure(const build_job *obj, const run_io *io,
                           const run_opts *o, run_result *r)
@@ -272,6 +634,7 @@ static void child_measure(const build_job *obj, const run_io *io,
 	for (int i = 0; i < io->nin; i++)
 		bufs[i + 1] = (float *)io->in[i];
 
+	child_confine(r);
 	f(bufs, ws);
 	r->error = MEAS_WRONG_ANSWER;
 	if (!check_output(out, io, "", &r->max_err, r->msg, sizeof r->msg))
@@ -390,6 +753,10 @@ static void kernel_child(void *ctx, void *buf, size_t size)
 	void (*omp_set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
 	if (omp_set)
 		omp_set(k->t->threads);
+	if (k->o->cpu_clock) {
+		time_clock = CLOCK_PROCESS_CPUTIME_ID;
+		time_div = k->t->threads;
+	}
 	child_measure(k->obj, k->io, k->o, buf);
 }
 
@@ -457,6 +824,7 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 	}
 	if (pid == 0) {
 		close(fd[0]);
+		child_pipe = fd[1];
 		child_setup(self, timeout_s, threads);
 		memset(buf, 0, size);
 		fn(ctx, buf, size);
@@ -511,6 +879,11 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 		*error = MEAS_RUNTIME_CRASH;
 		if (w != pid) {
 			snprintf(msg, nmsg, "runtime crash: child status lost (%s)", strerror(errno));
+		} else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) {
+			/* the seccomp filter's trap, when its handler could not report */
+			*error = MEAS_FORBIDDEN;
+			snprintf(msg, nmsg, "forbidden syscall: killed by signal SIGSYS (%s)",
+			         strsignal(SIGSYS));
 		} else if (WIFSIGNALED(st)) {
 			const char *name = signal_name(WTERMSIG(st));
 			if (name)
@@ -564,6 +937,7 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 struct run_lock {
 	int fd;
 	int held;
+	int inherited;     /* held by an ancestor (tunekit lock): nothing to release */
 	double since;      /* wall-clock time it was taken */
 	char path[4096];
 };
@@ -630,6 +1004,39 @@ static long lock_holder(const run_lock *l)
 	return strtol(buf, NULL, 10);
 }
 
+/* The parent of process pid from /proc, 0 if unknown. */
+static long parent_of(long pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t k = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	buf[k] = 0;
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+	char *p = strrchr(buf, ')');
+	long ppid = 0;
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* 1 if pid is an ancestor of this process. */
+static int is_ancestor(long pid)
+{
+	long p = getppid();
+	for (int depth = 0; p > 1 && depth < 256; depth++) {
+		if (p == pid)
+			return 1;
+		p = parent_of(p);
+	}
+	return 0;
+}
+
 int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx)
 {
 	assert(l && l->fd >= 0);
@@ -641,9 +1048,16 @@ int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx)
 			continue;
 		if (errno != EWOULDBLOCK)
 			return tk_seterr(TK_EIO, "cannot lock %s: %s", l->path, strerror(errno));
+		/* Held by a process that started us (tunekit lock -- CMD): its hold
+		 * is ours, and waiting for it would never end. */
+		long holder = lock_holder(l);
+		if (holder > 0 && is_ancestor(holder)) {
+			l->held = l->inherited = 1;
+			return TK_OK;
+		}
 		double waited = tk_now() - t0;
 		if (wait && waited >= next_call) {
-			if (wait(ctx, l->path, waited, lock_holder(l)))
+			if (wait(ctx, l->path, waited, holder))
 				return tk_seterr(TK_EINTR, "interrupted while waiting for the measurement "
 				                 "lock %s", l->path);
 			next_call = waited + 0.25;
@@ -665,6 +1079,10 @@ void run_lock_release(run_lock *l)
 {
 	if (!l || !l->held)
 		return;
+	if (l->inherited) {
+		l->held = l->inherited = 0;
+		return;
+	}
 	const char *log = getenv("TUNEKIT_MEASURE_LOG");
 	if (ftruncate(l->fd, 0) < 0) {
 		/* read-only lock file: nothing was written */
@@ -698,4 +1116,46 @@ void run_lock_close(run_lock *l)
 const char *run_lock_path(const run_lock *l)
 {
 	return l->path;
+}
+
+int run_command(char *const *argv, int *status)
+{
+	assert(argv && argv[0] && status);
+	*status = 0;
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return tk_seterr(TK_EIO, "cannot run %s: pipe: %s", argv[0], strerror(errno));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fd[0]);
+		close(fd[1]);
+		return tk_seterr(TK_EIO, "cannot run %s: fork: %s", argv[0], strerror(e));
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		execvp(argv[0], argv);
+		int e = errno;
+		write_all(fd[1], &e, sizeof e); /* the pipe closes on a successful exec */
+		_exit(127);
+	}
+	close(fd[1]);
+	int e = 0;
+	ssize_t k;
+	while ((k = read(fd[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(fd[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return tk_seterr(TK_EIO, "cannot run %s: waitpid: %s", argv[0], strerror(errno));
+	}
+	if (k == (ssize_t)sizeof e) {
+		*status = e == ENOENT ? 127 : 126;
+		return tk_seterr(e == ENOENT ? TK_ENOTFOUND : TK_EIO, "cannot run %s: %s", argv[0],
+		                 strerror(e));
+	}
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+	return TK_OK;
 }

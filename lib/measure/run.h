@@ -26,7 +26,11 @@
  *
  * The child loads the object only after checking, on the descriptor it loads
  * it from, that it is a regular file of the user's, writable by no one else,
- * whose content has the SHA-256 the build recorded.
+ * whose content has the SHA-256 the build recorded. Before its first call of
+ * the kernel it confines itself (see run.c): its data size may grow by 1 GiB
+ * at most (MEAS_MEMORY_LIMIT past it), and a seccomp filter traps creating
+ * processes, signalling others and other calls a kernel has no business
+ * making (MEAS_FORBIDDEN); threads still start.
  *
  * The measurement lock (run_lock_*) keeps timings of several processes from
  * overlapping: a caller holds it while it times kernels, and compiles
@@ -55,6 +59,8 @@ typedef struct run_opts {
 	int adaptive;         /* stop early on a low coefficient of variation */
 	int microbatch;       /* calls per micro-batch of the adaptive evaluator */
 	double cv;            /* its stopping threshold */
+	int cpu_clock;        /* time the process's CPU time (divided by the target's
+	                         threads), not wall time: steadier on a busy machine */
 } run_opts;
 
 /* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 1, no flush,
@@ -64,6 +70,10 @@ void run_opts_default(run_opts *o);
 /* Set o->adaptive from an evaluator name, "fixed" or "adaptive". Returns
  * TK_EINVAL (with the message set) for any other name. */
 int run_opts_evaluator(run_opts *o, const char *name);
+
+/* Set o->cpu_clock from a clock name, "wall" or "cpu". Returns TK_EINVAL
+ * (with the message set) for any other name. */
+int run_opts_clock(run_opts *o, const char *name);
 
 /* Coefficient of variation (population standard deviation over mean) of the
  * throughputs 1/times[i], i < n, with the smallest and largest dropped when
@@ -110,8 +120,8 @@ typedef void (*run_child_fn)(void *ctx, void *buf, size_t size);
  * the size bytes it leaves in buf. The child sees the caller's memory as it
  * was at the call (fork's copy) and never returns into the caller. Returns
  * TK_OK with *error MEAS_OK (buf holds the child's result), MEAS_RUN_TIMEOUT
- * (killed after timeout_s seconds) or MEAS_RUNTIME_CRASH (it died; msg says
- * how); TK_EIO when no child could be started. run_kernel is run_call with
+ * (killed after timeout_s seconds), MEAS_FORBIDDEN (killed by SIGSYS) or
+ * MEAS_RUNTIME_CRASH (it died otherwise; msg says how); TK_EIO when no child could be started. run_kernel is run_call with
  * a child that loads, checks and times a kernel. */
 int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_s, int threads,
              int *error, char *msg, size_t nmsg);
@@ -137,8 +147,11 @@ int run_lock_open(const char *path, run_lock **out);
 typedef int (*run_wait_fn)(void *ctx, const char *path, double waited_s, long holder);
 
 /* Take the lock, waiting as long as another process holds it. wait may be
- * NULL. Returns TK_OK (held: the caller's pid is in the file), TK_EINTR when
- * wait asked to stop, TK_EIO. */
+ * NULL. A lock whose holder (the pid in the file) is an ancestor of this
+ * process counts as held at once: that is `tunekit lock -- CMD` holding it
+ * for CMD, which waits for us (releasing it then does nothing). Returns
+ * TK_OK (held: the caller's pid is in the file, or an ancestor's), TK_EINTR
+ * when wait asked to stop, TK_EIO. */
 int run_lock_acquire(run_lock *l, run_wait_fn wait, void *ctx);
 /* Release a held lock; no-op if not held. */
 void run_lock_release(run_lock *l);
@@ -146,5 +159,14 @@ void run_lock_release(run_lock *l);
 void run_lock_close(run_lock *l);
 /* The path of the lock file (owned by l). */
 const char *run_lock_path(const run_lock *l);
+
+/* Run argv[0] (searched in PATH) with arguments argv (NULL-terminated) in a
+ * child process with this process's standard streams and environment, and
+ * wait for it; its exit status into *status (128 + N if signal N killed it).
+ * Returns TK_OK; TK_ENOTFOUND (*status 127) or TK_EIO (*status 126 when it
+ * could not be executed, else 0) with the reason when it did not run. Holds
+ * nothing across the call: a run_lock the caller holds stays held, and the
+ * lock's descriptor is not passed on (close-on-exec). */
+int run_command(char *const *argv, int *status);
 
 #endif

@@ -84,13 +84,100 @@ int rp_check_ratio(const double *aCur, int nCur, const double *aBase, int nBase,
 	return TK_OK;
 }
 
+int rp_check_ratio_paired(const double *aCur, const double *aBase, int n, int nBoot,
+                          uint64_t seed, double *ratio, double *lo, double *hi)
+{
+	double *aR, *aTmp, *aBoot;
+	tk_rng rng;
+
+	assert(aCur && aBase && n >= 1 && nBoot >= 1);
+	aR = malloc((size_t)n * sizeof *aR);
+	aTmp = malloc((size_t)n * sizeof *aTmp);
+	aBoot = malloc((size_t)nBoot * sizeof *aBoot);
+	if (!aR || !aTmp || !aBoot) {
+		free(aR);
+		free(aTmp);
+		free(aBoot);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		aR[i] = aCur[i] / aBase[i];
+	memcpy(aTmp, aR, (size_t)n * sizeof *aTmp);
+	*ratio = median_sort(aTmp, n);
+	tk_rng_seed(&rng, seed, 28);
+	for (int b = 0; b < nBoot; b++)
+		aBoot[b] = resample_median(aR, n, aTmp, &rng);
+	qsort(aBoot, (size_t)nBoot, sizeof *aBoot, cmp_double);
+	*lo = aBoot[(int)floor(0.025 * (nBoot - 1))];
+	*hi = aBoot[(int)ceil(0.975 * (nBoot - 1))];
+	free(aR);
+	free(aTmp);
+	free(aBoot);
+	return TK_OK;
+}
+
+int rp_check_pairs(const double *aCurAt, int nCur, const double *aBaseAt, int nBase,
+                   int *aPairCur, int *aPairBase)
+{
+	if (nCur != nBase || nCur < RP_CHECK_MINPAIRS)
+		return 0;
+	/* Merge the two time orders (each side's is its index order only if its
+	 * times increase: check); positions 2k and 2k+1 must hold one of each. */
+	for (int i = 1; i < nCur; i++)
+		if (aCurAt[i] < aCurAt[i - 1] || aBaseAt[i] < aBaseAt[i - 1])
+			return 0;
+	int i = 0, j = 0;
+	for (int k = 0; k < nCur; k++) {
+		int firstCur = aCurAt[i] <= aBaseAt[j];
+		/* the next two in time order */
+		int c1 = firstCur, c2;
+		if (c1) {
+			c2 = i + 1 < nCur && aCurAt[i + 1] <= aBaseAt[j];
+		} else {
+			c2 = !(j + 1 < nBase && aBaseAt[j + 1] < aCurAt[i]);
+		}
+		if (c1 == c2)
+			return 0;
+		aPairCur[k] = i++;
+		aPairBase[k] = j++;
+	}
+	return 1;
+}
+
 /* ---- samples from the stores --------------------------------------------- */
 
 typedef struct sample {
 	int n, cap;
 	double *a;
+	int nMeas, capMeas;
+	double *aMed, *aAt;     /* [nMeas] each measurement's median and time */
 	int oom;
 } sample;
+
+static int sample_meas(sample *s, double med, double at)
+{
+	if (s->nMeas == s->capMeas) {
+		int cap = s->capMeas ? 2 * s->capMeas : 16;
+		double *a = realloc(s->aMed, (size_t)cap * sizeof *a);
+		if (!a)
+			return s->oom = 1;
+		s->aMed = a;
+		if (!(a = realloc(s->aAt, (size_t)cap * sizeof *a)))
+			return s->oom = 1;
+		s->aAt = a;
+		s->capMeas = cap;
+	}
+	s->aMed[s->nMeas] = med;
+	s->aAt[s->nMeas++] = at;
+	return 0;
+}
+
+static void sample_free(sample *s)
+{
+	free(s->a);
+	free(s->aMed);
+	free(s->aAt);
+}
 
 static int sample_push(sample *s, double x)
 {
@@ -111,6 +198,8 @@ static int sample_add(void *p, const store_sample *m)
 {
 	sample *s = p;
 	double *aTmp, med;
+	if (sample_meas(s, m->median, m->at))
+		return 1;
 	if (m->ntimes <= 0)
 		return sample_push(s, m->median);
 	if (!(aTmp = malloc((size_t)m->ntimes * sizeof *aTmp)))
@@ -254,6 +343,56 @@ static int hw_index(const hw_list *l, int64_t id)
 }
 
 /* "key; key" of every hardware in l (or "none") into sb. */
+/* Field f (0-based) of a hardware key "cpu|isa|compiler|opt|threads=N":
+ * its start into *p and length into *n; 0 if the key has no such field. */
+static int key_field(const char *key, int f, const char **p, size_t *n)
+{
+	for (int i = 0; i < f; i++) {
+		key = strchr(key, '|');
+		if (!key)
+			return 0;
+		key++;
+	}
+	const char *e = strchr(key, '|');
+	*p = key;
+	*n = e ? (size_t)(e - key) : strlen(key);
+	return 1;
+}
+
+/* 1 if keys a and b differ in their compiler field (the third of five)
+ * and nowhere else. */
+static int key_differs_in_compiler(const char *a, const char *b)
+{
+	const char *pa, *pb;
+	size_t na, nb;
+	if (key_field(a, 5, &pa, &na) || key_field(b, 5, &pb, &nb) ||
+	    !key_field(a, 4, &pa, &na) || !key_field(b, 4, &pb, &nb))
+		return 0; /* not five fields */
+	for (int f = 0; f < 5; f++) {
+		key_field(a, f, &pa, &na);
+		key_field(b, f, &pb, &nb);
+		int same = na == nb && !memcmp(pa, pb, na);
+		if (same != (f != 2))
+			return 0;
+	}
+	return 1;
+}
+
+/* The one hardware of l whose key differs from key only in the compiler,
+ * -1 if none or several. */
+static int hw_find_compiler_change(const hw_list *l, const char *key)
+{
+	int k = -1;
+	for (int i = 0; i < l->n; i++) {
+		if (!key_differs_in_compiler(l->aKey[i], key))
+			continue;
+		if (k >= 0)
+			return -1;
+		k = i;
+	}
+	return k;
+}
+
 static void hw_names(tk_sb *sb, const hw_list *l)
 {
 	if (!l->n)
@@ -287,6 +426,36 @@ static int row_add(rp_check *c, int *cap, const best *bc, const best *bb, int64_
 }
 
 /* Compare the tasks of hardware cur_hw in cur and base_hw in base. */
+/* The ratio of a row and its interval: paired when the two sides were
+ * measured in turn, else from the pooled samples. */
+static int ratio_of(const sample *sc, const sample *sb, uint64_t seed, rp_check_row *r)
+{
+	int n = sc->nMeas, rc;
+	int *aPc = malloc((size_t)(n ? n : 1) * sizeof *aPc);
+	int *aPb = malloc((size_t)(n ? n : 1) * sizeof *aPb);
+	double *aC = malloc((size_t)(n ? n : 1) * sizeof *aC);
+	double *aB = malloc((size_t)(n ? n : 1) * sizeof *aB);
+	if (!aPc || !aPb || !aC || !aB) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	} else if (rp_check_pairs(sc->aAt, n, sb->aAt, sb->nMeas, aPc, aPb)) {
+		for (int k = 0; k < n; k++) {
+			aC[k] = sc->aMed[aPc[k]];
+			aB[k] = sb->aMed[aPb[k]];
+		}
+		r->npair = n;
+		rc = rp_check_ratio_paired(aC, aB, n, RP_CHECK_NBOOT, seed, &r->ratio, &r->lo, &r->hi);
+	} else {
+		r->npair = 0;
+		rc = rp_check_ratio(sc->a, sc->n, sb->a, sb->n, RP_CHECK_NBOOT, seed, &r->ratio,
+		                    &r->lo, &r->hi);
+	}
+	free(aPc);
+	free(aPb);
+	free(aC);
+	free(aB);
+	return rc;
+}
+
 static int compare_hw(rp_check *c, int *cap, tk_store *cur, int64_t cur_hw, tk_store *base,
                       int64_t base_hw, uint64_t seed)
 {
@@ -316,13 +485,13 @@ static int compare_hw(rp_check *c, int *cap, tk_store *cur, int64_t cur_hw, tk_s
 		if ((rc = row_add(c, cap, &lc.a[i], &lb.a[j], cur_hw)))
 			break;
 		rp_check_row *r = &c->row[c->nrow - 1];
+		memset(&sb, 0, sizeof sb);
 		rc = sample_load(cur, lc.a[i].config_id, cur_hw, &sc);
 		if (!rc && !(rc = sample_load(base, lb.a[j].config_id, base_hw, &sb))) {
 			if (sc.n && sb.n) {
 				r->ncur = sc.n;
 				r->nbase = sb.n;
-				rc = rp_check_ratio(sc.a, sc.n, sb.a, sb.n, RP_CHECK_NBOOT,
-				                    seed + (uint64_t)c->nrow, &r->ratio, &r->lo, &r->hi);
+				rc = ratio_of(&sc, &sb, seed + (uint64_t)c->nrow, r);
 				if (!rc) {
 					r->cur = median_sort(sc.a, sc.n);
 					r->base = median_sort(sb.a, sb.n);
@@ -334,9 +503,9 @@ static int compare_hw(rp_check *c, int *cap, tk_store *cur, int64_t cur_hw, tk_s
 				rc = tk_seterr(TK_ECORRUPT, "%s: no valid measurements of its best"
 				               " configuration", r->task);
 			}
-			free(sb.a);
 		}
-		free(sc.a);
+		sample_free(&sb);
+		sample_free(&sc);
 		i++;
 		j++;
 	}
@@ -350,13 +519,14 @@ int rp_check_build(tk_store *cur, tk_store *base, int64_t hardware_id, double t,
 {
 	hw_list hc, hb;
 	rp_check *c;
-	tk_sb sb;
+	tk_sb sb, cc;
 	int rc, cap = 0;
 
 	assert(cur && base && out && t >= 0);
 	*out = NULL;
 	memset(&hb, 0, sizeof hb);
 	tk_sb_init(&sb);
+	tk_sb_init(&cc);
 	if (!(c = calloc(1, sizeof *c)))
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	c->threshold = t;
@@ -368,8 +538,17 @@ int rp_check_build(tk_store *cur, tk_store *base, int64_t hardware_id, double t,
 		goto done;
 	}
 	for (int i = 0; i < hc.n && !rc; i++) {
+		if (hardware_id && hc.aId[i] != hardware_id)
+			continue;
 		int k = hw_find(&hb, hc.aKey[i]);
-		if ((hardware_id && hc.aId[i] != hardware_id) || k < 0)
+		if (k < 0 && (k = hw_find_compiler_change(&hb, hc.aKey[i])) >= 0) {
+			const char *pb = "", *pc = "";
+			size_t nb = 0, nc = 0;
+			key_field(hb.aKey[k], 2, &pb, &nb);
+			key_field(hc.aKey[i], 2, &pc, &nc);
+			tk_sb_printf(&cc, "%.*s -> %.*s\n", (int)nb, pb, (int)nc, pc);
+		}
+		if (k < 0)
 			continue;
 		c->nhw++;
 		tk_sb_printf(&sb, "%s\n", hc.aKey[i]);
@@ -398,13 +577,16 @@ int rp_check_build(tk_store *cur, tk_store *base, int64_t hardware_id, double t,
 		               " same hardware: nothing to check");
 		goto done;
 	}
-	if (sb.oom) {
+	if (sb.oom || cc.oom) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
 	c->hw_keys = sb.s;
 	sb.s = NULL;
+	c->compiler_changes = cc.s;
+	cc.s = NULL;
 done:
+	tk_sb_free(&cc);
 	hw_clear(&hc);
 	hw_clear(&hb);
 	tk_sb_free(&sb);
@@ -426,5 +608,6 @@ void rp_check_free(rp_check *c)
 	}
 	free(c->row);
 	free(c->hw_keys);
+	free(c->compiler_changes);
 	free(c);
 }

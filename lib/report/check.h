@@ -19,6 +19,15 @@
  *     RP_CHECK_NBOOT bootstrap resamples (each sample resampled with
  *     replacement by a generator seeded by the caller, so that a check
  *     repeats exactly);
+ *   - paired: when the two sides' measurements were taken in turn (as
+ *     examples/ci-benchmark.sh does with the release binary: the same
+ *     number n >= RP_CHECK_MINPAIRS of each, and in time order every
+ *     measurement of one side next to one of the other, A B B A ...), the
+ *     load of the machine changed between the pairs but hardly within one.
+ *     Then ratio = the median over the pairs of median(cur_i) / median
+ *     (base_i), and its interval the 2.5th and 97.5th percentiles of that
+ *     median over RP_CHECK_NBOOT resamples of the pairs, so that a change
+ *     of load that hit both sides of a pair cancels;
  *   - verdict, with t the threshold (0.05 for 5%): slower when the whole
  *     interval is above 1 + t, improved when it is below 1 / (1 + t),
  *     unchanged otherwise. A difference inside the noise, or within the
@@ -32,6 +41,7 @@
 #include "store/store.h"
 
 #define RP_CHECK_NBOOT 4000
+#define RP_CHECK_MINPAIRS 3
 
 enum { RP_UNCHANGED = 0, RP_IMPROVED = 1, RP_SLOWER = 2 };
 
@@ -48,6 +58,19 @@ int rp_check_verdict(double lo, double hi, double t);
 int rp_check_ratio(const double *aCur, int nCur, const double *aBase, int nBase, int nBoot,
                    uint64_t seed, double *ratio, double *lo, double *hi);
 
+/* The paired ratio of n >= 1 pairs (aCur[i], aBase[i], values > 0): the
+ * median of aCur[i] / aBase[i] into *ratio, and its bootstrap interval
+ * (the pairs resampled nBoot times, seeded with seed) into *lo, *hi.
+ * TK_ENOMEM or TK_OK. */
+int rp_check_ratio_paired(const double *aCur, const double *aBase, int n, int nBoot,
+                          uint64_t seed, double *ratio, double *lo, double *hi);
+
+/* Whether the measurements taken at aCurAt[0..nCur) and aBaseAt[0..nBase)
+ * were taken in turn (see "paired" above): 1 with the pairs' indices in
+ * aPairCur[], aPairBase[] (room for nCur each), else 0. */
+int rp_check_pairs(const double *aCurAt, int nCur, const double *aBaseAt, int nBase,
+                   int *aPairCur, int *aPairBase);
+
 /* One task on one hardware. */
 typedef struct rp_check_row {
 	char *task;             /* canonical task key */
@@ -56,6 +79,7 @@ typedef struct rp_check_row {
 	int64_t hardware_id;    /* in the current store */
 	double cur, base;       /* sample medians, seconds */
 	int ncur, nbase;        /* sample sizes (repeats) */
+	int npair;              /* pairs of measurements compared, 0: the samples */
 	double ratio, lo, hi;   /* cur / base and its interval */
 	int verdict;            /* RP_UNCHANGED, RP_IMPROVED, RP_SLOWER */
 } rp_check_row;
@@ -69,11 +93,18 @@ typedef struct rp_check {
 	int nonly_base;         /* ... only in the baseline */
 	int nhw;                /* hardware compared */
 	char *hw_keys;          /* their keys, one per line */
+	char *compiler_changes; /* "BASE -> CUR" per hardware compared across a
+	                           compiler change, one per line; NULL if none */
 } rp_check;
 
 /* Compare the best configurations of store cur with those of store base,
  * task by task on the hardware both stores measured (same hardware key):
  * all of it, or, when hardware_id is not 0, that hardware of cur only.
+ * A hardware of cur without its key in base is compared with the one
+ * hardware of base whose key differs only in the compiler (after a
+ * compiler upgrade, the change a benchmark job is there to judge), and
+ * the two compilers are named in compiler_changes; with several such, or
+ * any other difference (CPU, ISA, flags, threads), it is not compared.
  * Threshold t >= 0 as a fraction; seed seeds the bootstrap. Errors:
  * TK_EINVAL when the stores have no hardware in common (the message names
  * both sides' hardware: figures from different machines never compare) or

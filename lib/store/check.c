@@ -46,7 +46,7 @@ int store_check_samples(tk_store *s, int64_t config_id, int64_t hardware_id,
 
 	assert(s && cb && config_id > 0 && hardware_id > 0);
 	rc = store_prepare(s,
-		"SELECT id, median FROM measurement"
+		"SELECT id, median, at FROM measurement"
 		" WHERE config_id = ?1 AND hardware_id = ?2 AND valid AND median IS NOT NULL"
 		" ORDER BY id", &st);
 	if (rc)
@@ -58,6 +58,7 @@ int store_check_samples(tk_store *s, int64_t config_id, int64_t hardware_id,
 		double *aTime = NULL;
 		m.id = sqlite3_column_int64(st, 0);
 		m.median = sqlite3_column_double(st, 1);
+		m.at = sqlite3_column_double(st, 2);
 		if ((rc = store_meas_times(s, m.id, &aTime, &m.ntimes)))
 			break;
 		m.times = aTime;

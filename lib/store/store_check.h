@@ -29,6 +29,7 @@ int store_check_hardware(tk_store *s, store_hwinfo_cb cb, void *ctx);
  * records). The array is valid only during the callback. */
 typedef struct store_sample {
 	int64_t id;
+	double at;            /* when it was measured (seconds since the epoch) */
 	double median;        /* seconds per call: the latency tunekit reports */
 	const double *times;  /* [ntimes] seconds per call of each repeat */
 	int ntimes;

@@ -91,6 +91,7 @@ const tn_optdesc tn_optdescs[] = {
 	{ "adaptive", NULL, TN_INT, F(ms.run.adaptive), 0, 1, NULL, NULL, 0 },
 	{ "microbatch", NULL, TN_INT, F(ms.run.microbatch), 0, 1e9, NULL, NULL, 0 },
 	{ "cv", NULL, TN_DBL, F(ms.run.cv), 0, BIG, NULL, NULL, 0 },
+	{ "cpu_clock", NULL, TN_INT, F(ms.run.cpu_clock), 0, 1, NULL, NULL, 0 },
 };
 const int tn_noptdesc = (int)(sizeof tn_optdescs / sizeof tn_optdescs[0]);
 

@@ -61,9 +61,12 @@
 #                  tuned before on the same target, and at later thread counts
 #                  from the first thread count's records (--transfer-hardware);
 #                  0: each from scratch
-#   BENCH_LOCK     every command that times kernels runs under flock(1) on this
-#                  file, so that benchmarks on one machine do not overlap
-#                  (default /tmp/tunekit-measure.lock; empty: no lock)
+#   BENCH_LOCK     the measurement lock: tunekit tune takes it while it times
+#                  kernels, and every other program that times (peak, the
+#                  libraries, the driver) runs under `tunekit lock`, so that
+#                  no timing here overlaps another, nor a tunekit's elsewhere
+#                  on the machine (default: tunekit's own lock, see
+#                  tunekit-lock(1); none: no lock)
 #   CC             compiler of peak and the driver (default cc)
 #   BENCH_NOISE    tasks whose noise floor is measured at the first thread count
 #                  by tests/bench/noise.sh (default: GEMM 1024^3 and ResNet-18's
@@ -82,7 +85,11 @@ DB=${BENCH_DB:-$DIR/kernels.db}
 ROUNDS=${BENCH_ROUNDS:-7}
 SWEEPS=${BENCH_SWEEPS:-3}
 TRANSFER=${BENCH_TRANSFER:-1}
-LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
+LOCK=${BENCH_LOCK:-}
+if [ -n "$LOCK" ]; then
+	TUNEKIT_MEASURE_LOCK=$LOCK
+	export TUNEKIT_MEASURE_LOCK
+fi
 CC=${CC:-cc}
 NOISE=${BENCH_NOISE-dense:m=1024,n=1024,k=1024 conv2d_nchwc:c=64,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56,cb=16,kb=16}
 mkdir -p "$DIR"
@@ -98,13 +105,10 @@ fi
 
 say() { echo "kernels.sh: $*" >&2; }
 
-# Run a command that times kernels, under the machine's measurement lock.
+# Run a program that times kernels and is not tunekit under the measurement
+# lock tunekit measure and tune take (tunekit itself takes it).
 locked() {
-	if [ -n "$LOCK" ]; then
-		flock "$LOCK" "$@"
-	else
-		"$@"
-	fi
+	"$TK" lock -- "$@"
 }
 
 # ---- build peak and check the libraries -----------------------------------
@@ -252,11 +256,11 @@ tune_one() {
 	set -- -q --db "$DB" --target "$2" --task "$1" --trials "$3" --seed "$4"
 	if [ "$TRANSFER" = 1 ] && [ -f "$DB" ]; then
 		# shellcheck disable=SC2086 # $from is two words or none
-		locked "$TK" tune "$@" --transfer-from "$DB" $from >/dev/null 2>"$DIR/tune.err" &&
+		"$TK" tune "$@" --transfer-from "$DB" $from >/dev/null 2>"$DIR/tune.err" &&
 			return 0
 		grep -q 'too little history' "$DIR/tune.err" || return 1
 	fi
-	locked "$TK" tune "$@" >/dev/null 2>"$DIR/tune.err"
+	"$TK" tune "$@" >/dev/null 2>"$DIR/tune.err"
 }
 
 # A results row for a workload without timings: task $1, threads $2, status

@@ -15,16 +15,11 @@ set -e
 TK=$1 DB=$2 TARGET=$3 DIR=$4
 shift 4
 N=${NOISE_CONFIGS:-100}
-LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
+if [ -n "${BENCH_LOCK:-}" ]; then
+	TUNEKIT_MEASURE_LOCK=$BENCH_LOCK
+	export TUNEKIT_MEASURE_LOCK
+fi
 mkdir -p "$DIR"
-
-locked() {
-	if [ -n "$LOCK" ]; then
-		flock "$LOCK" "$@"
-	else
-		"$@"
-	fi
-}
 
 printf '%-72s %-14s %-7s %4s %8s %11s %7s\n' task target configs n spearman "med |a-b|/b" range
 for task in "$@"; do
@@ -51,9 +46,9 @@ for task in "$@"; do
 		rm -f "$DIR/noise.db" "$DIR/noise.a" "$DIR/noise.b" "$DIR"/noise.part.*
 		split -l 10 "$DIR/noise.cfg" "$DIR/noise.part."
 		for p in "$DIR"/noise.part.*; do
-			locked "$TK" measure -q --db "$DIR/noise.db" --target "$TARGET" --config - \
+			"$TK" measure -q --db "$DIR/noise.db" --target "$TARGET" --config - \
 				<"$p" >>"$DIR/noise.a"
-			locked "$TK" measure -q --db "$DIR/noise.db" --target "$TARGET" --config - \
+			"$TK" measure -q --db "$DIR/noise.db" --target "$TARGET" --config - \
 				<"$p" >>"$DIR/noise.b"
 		done
 		rm -f "$DIR"/noise.part.* "$DIR/noise.db"

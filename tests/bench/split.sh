@@ -9,13 +9,18 @@
 #               build/bench/kernels/t2/NAME after make bench-kernels), built
 #               for a target with threads > 1 and isa=avx512
 #   BLOCKS      blocks of 200 calls (default 100)
-# environment: BENCH_LOCK (default /tmp/tunekit-measure.lock; empty: none),
-#              CC (default cc)
+# environment: BENCH_LOCK (the measurement lock the timing runs under, with
+#              tunekit lock: default tunekit's own; none: no lock), TUNEKIT
+#              (default: the tunekit built in this tree), CC (default cc)
 set -e
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: split.sh KERNEL_DIR [BLOCKS]" >&2; exit 2; }
 D=$1 BLOCKS=${2:-100}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOCK=${BENCH_LOCK-/tmp/tunekit-measure.lock}
+TK=${TUNEKIT:-$HERE/../../tunekit}
+if [ -n "${BENCH_LOCK:-}" ]; then
+	TUNEKIT_MEASURE_LOCK=$BENCH_LOCK
+	export TUNEKIT_MEASURE_LOCK
+fi
 CC=${CC:-cc}
 src=
 for f in "$D"/*.c; do
@@ -69,8 +74,4 @@ $CC -O2 -march=native -fopenmp -DKERNEL="tk_$name" -DNTHREADS="$nthr" -DWS_FLOAT
 	-o "$W/split" "$HERE/kernels/split.c" "$W/$name.o"
 echo "# $name, $nthr threads, $BLOCKS blocks"
 # shellcheck disable=SC2086
-if [ -n "$LOCK" ]; then
-	flock "$LOCK" "$W/split" "$BLOCKS" $sizes
-else
-	"$W/split" "$BLOCKS" $sizes
-fi
+"$TK" lock -- "$W/split" "$BLOCKS" $sizes

@@ -2,7 +2,8 @@
  * Unit tests for lib/report/check.c, the regression gate's statistics:
  * the ratio of medians and its bootstrap interval on synthetic samples
  * (identical, shifted by 20% with little or much noise, one repeat per
- * side), reproducibility by seed, and the verdict's boundaries.
+ * side), reproducibility by seed, the verdict's boundaries, and the paired
+ * comparison of measurements taken in turn under a drifting load.
  */
 #include "unit.h"
 
@@ -94,6 +95,54 @@ TEST(verdict_boundaries)
 	CHECK_EQ_STR(rp_check_verdict_name(RP_UNCHANGED), "unchanged");
 }
 
+TEST(pairs_are_found_only_in_turn)
+{
+	int pc[6], pb[6];
+	/* A B B A A B: in turn */
+	double a1[] = { 0, 3, 4 }, b1[] = { 1, 2, 5 };
+	CHECK_EQ_INT(rp_check_pairs(b1, 3, a1, 3, pc, pb), 1);
+	CHECK_EQ_INT(pc[0], 0); CHECK_EQ_INT(pb[0], 0);
+	CHECK_EQ_INT(pc[2], 2); CHECK_EQ_INT(pb[2], 2);
+	/* A A A B B B: one side after the other */
+	double a2[] = { 0, 1, 2 }, b2[] = { 3, 4, 5 };
+	CHECK_EQ_INT(rp_check_pairs(b2, 3, a2, 3, pc, pb), 0);
+	/* A B A A B B: the second pair is A A */
+	double a3[] = { 0, 2, 3 }, b3[] = { 1, 4, 5 };
+	CHECK_EQ_INT(rp_check_pairs(b3, 3, a3, 3, pc, pb), 0);
+	/* different counts, or too few */
+	CHECK_EQ_INT(rp_check_pairs(b1, 3, a1, 2, pc, pb), 0);
+	CHECK_EQ_INT(rp_check_pairs(b1, 2, a1, 2, pc, pb), 0);
+}
+
+/* A load that doubles the latencies of some pairs (both sides alike): the
+ * pooled samples spread so wide that 20% is inside the noise, the paired
+ * ratio still sees it, and an unchanged kernel stays unchanged. */
+TEST(pairing_cancels_a_drifting_load)
+{
+	double base[8], cur[8], same[8], ratio, lo, hi;
+	const double load[8] = { 1, 2.1, 1.3, 1, 1.8, 1.1, 2.4, 1 };
+	double nb[8], nc[8], ns[8];
+	noisy(nb, 8, 1, 0.02, 5);
+	noisy(nc, 8, 1, 0.02, 6);
+	noisy(ns, 8, 1, 0.02, 7);
+	for (int i = 0; i < 8; i++) {
+		base[i] = 1e-3 * load[i] * nb[i];
+		cur[i] = 1.2e-3 * load[i] * nc[i];
+		same[i] = 1e-3 * load[i] * ns[i];
+	}
+	CHECK_EQ_INT(rp_check_ratio(cur, 8, base, 8, RP_CHECK_NBOOT, 1, &ratio, &lo, &hi), TK_OK);
+	CHECK_EQ_INT(rp_check_verdict(lo, hi, 0.05), RP_UNCHANGED);
+	CHECK_EQ_INT(rp_check_ratio_paired(cur, base, 8, RP_CHECK_NBOOT, 1, &ratio, &lo, &hi),
+	             TK_OK);
+	CHECK(ratio > 1.15 && ratio < 1.25);
+	CHECK(lo <= ratio && ratio <= hi);
+	CHECK_EQ_INT(rp_check_verdict(lo, hi, 0.05), RP_SLOWER);
+	CHECK_EQ_INT(rp_check_ratio_paired(same, base, 8, RP_CHECK_NBOOT, 1, &ratio, &lo, &hi),
+	             TK_OK);
+	CHECK(lo < 1 && hi > 1);
+	CHECK_EQ_INT(rp_check_verdict(lo, hi, 0.05), RP_UNCHANGED);
+}
+
 UNIT_MAIN(same_sample_is_unchanged, twenty_percent_slower_is_slower, noise_widens_the_interval,
           one_repeat_each_is_the_plain_ratio, the_same_seed_gives_the_same_interval,
-          verdict_boundaries)
+          verdict_boundaries, pairs_are_found_only_in_turn, pairing_cancels_a_drifting_load)

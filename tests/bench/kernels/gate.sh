@@ -11,8 +11,9 @@
 # The baseline, by GATE_BASELINE:
 #   session (default)  the job's RELEASE_TUNEKIT mode with this same binary
 #                      (nothing changed): the release's kernels measured
-#                      again in the same session, alternating with the
-#                      current ones
+#                      again in the same session, in turn with the
+#                      current ones kernel by kernel (compared pair by
+#                      pair)
 #   stored             the stored figures of a release store: the job run
 #                      once at the start, its nightly.db kept as the
 #                      release's, as a team keeps the job's store of each
