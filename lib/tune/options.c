@@ -105,11 +105,11 @@ const tn_optdesc *tn_optdesc_find(const char *key)
 	return NULL;
 }
 
-/* "" (no shard) or I/K. */
+/* I/K ("", no shard, is a stored value only: see tn_opts_parse). */
 static int shard_check(const char *text)
 {
 	tk_shard sh;
-	return *text ? tk_shard_parse(text, &sh) : TK_OK;
+	return tk_shard_parse(text, &sh);
 }
 
 /* The string options that have a form, with its check: TK_OK, or TK_EINVAL
@@ -225,6 +225,10 @@ int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double
 		if (strcmp(k, "task")) {
 			const tn_optdesc *d = tn_optdesc_find(k);
 			char why[256];
+			if (d && d->type == TN_STR && !*v) {
+				*((char *)o + d->off) = 0; /* unset: no form to check */
+				continue;
+			}
 			if (d && (rc = tn_opt_set(o, d, v))) {
 				snprintf(why, sizeof why, "%s", tk_errmsg());
 				rc = tk_seterr(TK_EINVAL, "bad run parameter %s: %s", k, why);
