@@ -106,6 +106,34 @@ test_expect_success 'other inputs that cannot be merged' '
 	test $(wc -l <err) -eq 1
 '
 
+test_expect_success 'a store of 160000 records to merge' '
+	cp s1.db big.db &&
+	sqlite3 big.db "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+		INSERT INTO measurement(config_id, hardware_id, run_id, trial, valid, error, message,
+		mean, std, median, number, nrepeat, times, compile_s, at, load)
+		SELECT config_id, hardware_id, run_id, 4 * i + trial, valid, error, message, mean, std,
+		median, number, nrepeat, times, compile_s, at + i, load FROM measurement, n" &&
+	tunekit merge -q k.db s2.db >/dev/null
+'
+
+test_expect_success 'a merge killed with SIGKILL leaves OUT whole, and the next one completes it' '
+	"$TUNEKIT_BIN" merge -q k.db big.db >/dev/null 2>&1 &
+	pid=$!
+	sleep 0.3
+	kill -9 $pid
+	wait $pid
+	n=$(sqlite3 big.db "SELECT count(*) FROM measurement") &&
+	test "$(sqlite3 k.db "PRAGMA integrity_check")" = ok &&
+	got=$(sqlite3 k.db "SELECT count(*) FROM measurement m JOIN run r ON r.id = m.run_id
+		WHERE r.argv LIKE \"%--shard 1/4%\"") &&
+	echo "killed merge left $got of $n records" >&2 &&
+	{ test "$got" -eq 0 || test "$got" -eq "$n"; } &&
+	test "$(sqlite3 k.db "SELECT count(*) FROM measurement m JOIN run r ON r.id = m.run_id
+		WHERE r.argv LIKE \"%--shard 2/4%\"")" -eq 4 &&
+	tunekit merge k.db big.db >sum &&
+	test "$(sqlite3 k.db "SELECT count(*) FROM measurement")" -eq $((n + 4))
+'
+
 test_expect_success 'the summary as JSON' '
 	tunekit merge --format json j.db s1.db >j.json &&
 	grep -q "\"input\": \"s1.db\", \"hardware\": 1, \"tasks\": 1, \"configs\": 4, \"runs\": 1" j.json
