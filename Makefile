@@ -3,6 +3,7 @@
 #   make            build ./tunekit
 #   make deps       install the Debian packages tunekit needs (as root)
 #   make test       unit tests (tests/unit) and command-line tests (tests/t*.sh)
+#   make test-scale the tests of merge, --shard and the recipes for many machines
 #   make check-asan the same tests on a build with AddressSanitizer and UBSan
 #   make crash-test SIGKILL each writing command at 100 random moments
 #   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
@@ -41,10 +42,12 @@ LDLIBS += $(PKG_LIBS) -lpthread -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
 # libopenblas-dev: cblas_sgemm under lib/nn. sqlite3 (the shell), mandoc
-# and bsdextrautils (col) are for the tests.
+# and bsdextrautils (col) are for the tests; parallel, rsync, slurmctld,
+# slurmd and slurm-client for those of the recipes for many machines
+# (tests/t0121-recipes.sh starts a one-node Slurm cluster).
 DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
 	libxgboost-dev libjansson-dev libopenblas-dev \
-	sqlite3 mandoc bsdextrautils
+	sqlite3 mandoc bsdextrautils parallel rsync slurmctld slurmd slurm-client
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)
 CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
@@ -122,6 +125,11 @@ test: $(BIN) $(UNIT_BIN) $(REPLAY_BIN)
 	@cd tests && TUNEKIT_BIN=$(abspath $(BIN)) ./run-all.sh
 	@echo "== crash test (SIGKILL at $(CRASH_N) moments per command)"
 	@sh tests/crash/kill.sh $(CRASH_N) $(abspath $(BIN))
+
+# The shell tests of merge, --shard and the recipes of examples/ alone.
+test-scale: $(BIN)
+	@cd tests && for t in t0120-merge.sh t0121-recipes.sh; do \
+	  echo "== $$t"; TUNEKIT_BIN=$(abspath $(BIN)) sh ./$$t || exit 1; done
 
 # SIGKILL tune, measure, train and import at CRASH_N random moments each:
 # the store stays intact, no committed record is lost, --resume finishes.
@@ -313,6 +321,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

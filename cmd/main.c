@@ -20,6 +20,7 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx);
 int cmd_import(int argc, char **argv, tk_ctx *ctx);
 int cmd_lock(int argc, char **argv, tk_ctx *ctx);
 int cmd_measure(int argc, char **argv, tk_ctx *ctx);
+int cmd_merge(int argc, char **argv, tk_ctx *ctx);
 int cmd_pretrain_meta(int argc, char **argv, tk_ctx *ctx);
 int cmd_report(int argc, char **argv, tk_ctx *ctx);
 int cmd_train(int argc, char **argv, tk_ctx *ctx);
@@ -36,6 +37,7 @@ static const tk_cmd commands[] = {
 	{ "lock", cmd_lock, 0, "run a command holding the measurement lock" },
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
+	{ "merge", cmd_merge, 0, "merge the record stores of many machines or shards into one" },
 	{ "pretrain-meta", cmd_pretrain_meta, NEEDS_STORE | STORE_WRITE,
 	  "meta-train MetaTune's cost model (MAML) on a dataset store" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },

@@ -20,12 +20,14 @@ static const char *const usage[] = {
 	"outcome, valid or not, is recorded in the store under this target's hardware ID. With\n"
 	"--config -, TASK<TAB>CONFIG lines (or a record stream with task and config columns) are\n"
 	"read from standard input. Prints the records: a table on a terminal, TSV otherwise.\n"
-	"With --emit-c, --emit-ir or --emit-sched, prints the kernel instead of measuring it.",
+	"With --emit-c, --emit-ir or --emit-sched, prints the kernel instead of measuring it.\n"
+	"With --shard I/K, measures the I-th of K shares of the work: every K-th task when there\n"
+	"are at least K tasks, else every K-th configuration (see tunekit merge).",
 };
 
 static struct {
 	opt_list task, config;
-	const char *network;
+	const char *network, *shard;
 	int64_t sample, batch;
 	ms_cli ms;
 	int naive, emit_c, emit_ir, emit_sched;
@@ -42,6 +44,7 @@ static const opt options[] = {
 	{ OPT_FLAG, "emit-sched", 0, &o.emit_sched, NULL, "print the schedule primitives instead of measuring" },
 	MS_CLI_OPTIONS(o.ms),
 	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations built and committed together (default 16)" },
+	{ OPT_STRING, "shard", 0, &o.shard, "I/K", "only the I-th of K shares of the tasks (or of the configurations)" },
 	OPT_END_
 };
 
@@ -379,14 +382,40 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 	return status;
 }
 
+static void job_free(job *j)
+{
+	free(j->task);
+	free(j->cfg);
+	ms_task_free(j->t);
+}
+
 static void work_free(work *w)
 {
-	for (int i = 0; i < w->n; i++) {
-		free(w->job[i].task);
-		free(w->job[i].cfg);
-		ms_task_free(w->job[i].t);
-	}
+	for (int i = 0; i < w->n; i++)
+		job_free(&w->job[i]);
 	free(w->job);
+}
+
+/* Keep shard sh of the work: the tasks j with j mod K = I - 1 when there
+ * are at least K, else the configurations n (counted over the tasks in
+ * order) with n mod K = I - 1. Tasks left without configurations go. */
+static void work_shard(work *w, const tk_shard *sh)
+{
+	int by_task = w->n >= sh->k, kept = 0;
+	int64_t n = 0;
+	for (int ji = 0; ji < w->n; ji++) {
+		job *j = &w->job[ji];
+		int nc = 0;
+		for (int c = 0; c < j->n; c++, n++)
+			if (by_task ? tk_shard_has(sh, ji) : tk_shard_has(sh, n))
+				j->cfg[nc++] = j->cfg[c];
+		j->n = nc;
+		if (nc == 0)
+			job_free(j);
+		else
+			w->job[kept++] = *j;
+	}
+	w->n = kept;
 }
 
 int cmd_measure(int argc, char **argv, tk_ctx *ctx)
@@ -404,6 +433,9 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if ((rc = tk_target_parse(ctx->common.target, &tg)))
 		return tk_fail(ctx, rc, NULL);
+	tk_shard sh;
+	if (o.shard && (rc = tk_shard_parse(o.shard, &sh)))
+		return tk_fail(ctx, rc, "--shard: %s", tk_errmsg());
 
 	/* the work list: tasks, then their configurations */
 	tk_network *net = NULL;
@@ -449,7 +481,18 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 			rc = tk_fail(ctx, TK_EINVAL, "%s: no configurations (give --sample, --naive or --config)",
 			             j->task);
 	}
-	if (!rc) {
+	if (!rc && o.shard) {
+		int ntask = w.n, ncfg = 0;
+		tk_store *st;
+		for (int i = 0; i < w.n; i++)
+			ncfg += w.job[i].n;
+		work_shard(&w, &sh);
+		/* an empty store all the same, for the merge that follows */
+		if (w.n == 0 && !(rc = tk_ctx_store(ctx, &st)) && !ctx->common.quiet)
+			fprintf(stderr, "%s: shard %s of %d configurations of %d tasks has nothing to"
+			        " measure\n", ctx->prog, o.shard, ncfg, ntask);
+	}
+	if (!rc && w.n > 0) {
 		if (o.emit_c || o.emit_ir || o.emit_sched)
 			for (int i = 0; i < w.n && !rc; i++)
 				rc = emit(ctx, &w.job[i], &tg);

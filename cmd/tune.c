@@ -290,6 +290,10 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 			                 (long long)res.run_id);
 		} else if (rc) {
 			status = tk_fail(ctx, rc, NULL);
+		} else if (res.run_id == 0) {
+			if (!ctx->common.quiet)
+				fprintf(stderr, "%s: shard %s of %d tasks and %lld trials has nothing to"
+				        " tune\n", ctx->prog, t.shard, ntask, (long long)t.trials);
 		} else {
 			summary(ctx, &res);
 		}

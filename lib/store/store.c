@@ -474,9 +474,7 @@ static int readonly_wal(tk_store *s)
 	return stat(zWal, &sb) < 0 ? errno == ENOENT : sb.st_size == 0;
 }
 
-/* "file:PATH?immutable=1" with PATH's URI metacharacters escaped
- * (malloc'd; NULL when out of memory). */
-static char *immutable_uri(const char *path)
+char *store_uri(const char *path, const char *query)
 {
 	tk_sb sb;
 	tk_sb_init(&sb);
@@ -486,27 +484,39 @@ static char *immutable_uri(const char *path)
 			tk_sb_printf(&sb, "%%%02X", *p);
 		else
 			tk_sb_printf(&sb, "%c", *p);
-	tk_sb_printf(&sb, "?immutable=1");
+	if (query)
+		tk_sb_printf(&sb, "?%s", query);
 	return tk_sb_take(&sb);
 }
 
 int store_open(const char *path, int flags, tk_store **out)
 {
+	return store_open_uri(path, flags, 0, out);
+}
+
+int store_open_uri(const char *path, int flags, int bUri, tk_store **out)
+{
 	tk_store *s;
 	int rc, oflags;
+	char *zUri = NULL;
 
 	assert(path && out);
 	assert((flags & ~STORE_READONLY) == 0);
 	*out = NULL;
 	s = calloc(1, sizeof *s);
-	if (!s || !(s->zPath = strdup(path))) {
+	if (!s || !(s->zPath = strdup(path)) || (bUri && !(zUri = store_uri(path, NULL)))) {
+		if (s)
+			free(s->zPath);
 		free(s);
 		return tk_seterr(TK_ENOMEM, "%s: out of memory", path);
 	}
 	s->lockfd = -1;
 	oflags = (flags & STORE_READONLY) ? SQLITE_OPEN_READONLY
 	                                  : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	rc = sqlite3_open_v2(path, &s->db, oflags, NULL);
+	if (bUri)
+		oflags |= SQLITE_OPEN_URI;
+	rc = sqlite3_open_v2(bUri ? zUri : path, &s->db, oflags, NULL);
+	free(zUri);
 	if (rc != SQLITE_OK) {
 		rc = store_err(s, rc);
 		goto fail;
@@ -521,7 +531,7 @@ int store_open(const char *path, int flags, tk_store **out)
 		/* A WAL store whose directory we cannot write (no -shm to share):
 		 * with nothing in a -wal file, the database file is the whole
 		 * store, and SQLite may read it as immutable. */
-		char *zUri = immutable_uri(path);
+		char *zUri = store_uri(path, "immutable=1");
 		sqlite3_close_v2(s->db);
 		s->db = NULL;
 		if (!zUri) {
@@ -618,6 +628,12 @@ sqlite3 *store_db(tk_store *s)
 {
 	assert(s);
 	return s->db;
+}
+
+const char *store_path(tk_store *s)
+{
+	assert(s);
+	return s->zPath;
 }
 
 /* ---- transactions --------------------------------------------------- */

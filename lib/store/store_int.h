@@ -18,6 +18,16 @@
  * white-box unit tests (tests/unit) use it: every other module reads and
  * writes the store through the functions of the public store headers. */
 sqlite3 *store_db(tk_store *s);
+/* The path the store was opened with, for messages. */
+const char *store_path(tk_store *s);
+
+/* store_open() with URI filenames enabled on the connection when bUri is
+ * set (path itself is still a plain file name), so that ATTACH can take
+ * "file:...?mode=ro" (see merge.c). */
+int store_open_uri(const char *path, int flags, int bUri, tk_store **out);
+/* "file:PATH" with PATH's URI metacharacters escaped, then "?query" unless
+ * query is NULL (malloc'd; NULL when out of memory). */
+char *store_uri(const char *path, const char *query);
 
 /* Map SQLite result code rc to TK_ESTORE / TK_ECORRUPT with the message set
  * from the connection. Call before resetting the failed statement. */

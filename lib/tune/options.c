@@ -69,6 +69,9 @@ const tn_optdesc tn_optdescs[] = {
 	{ "replay_hw", "replay-hardware", TN_STR, F(replay_hw), 0, 0, "HW",
 	  "hardware key or id in the replay store", TN_KEEP },
 	{ "network", NULL, TN_STR, F(network), 0, 0, NULL, NULL, TN_KEEP },
+	{ "shard", "shard", TN_STR, F(shard), 0, 0, "I/K",
+	  "tune the I-th of K shares of the tasks, with that share of the trials (see tunekit merge)",
+	  TN_KEEP },
 	{ "controller", "controller", TN_STR, F(controller), 0, 0, "NAME",
 	  "none (default) or moses: stop measuring a task once its model is certain", TN_KEEP },
 	{ "controller_cv", "controller-cv", TN_DBL, F(controller_cv), 0, 100, "X",
@@ -103,6 +106,22 @@ const tn_optdesc *tn_optdesc_find(const char *key)
 	return NULL;
 }
 
+/* I/K ("", no shard, is a stored value only: see tn_opts_parse). */
+static int shard_check(const char *text)
+{
+	tk_shard sh;
+	return tk_shard_parse(text, &sh);
+}
+
+/* The string options that have a form, with its check: TK_OK, or TK_EINVAL
+ * with the message set. */
+static const struct {
+	const char *key;
+	int (*check)(const char *text);
+} str_checks[] = {
+	{ "shard", shard_check },
+};
+
 /* The number in field d of o, as a double (for the range check). */
 static double get_num(const tn_opts *o, const tn_optdesc *d)
 {
@@ -127,9 +146,13 @@ int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text)
 	int64_t i;
 	double x;
 	if (d->type == TN_STR) {
+		int rc;
 		if (strlen(text) >= d->size)
 			return tk_seterr(TK_EINVAL, "'%.40s...' is too long (at most %zu characters)", text,
 			                 d->size - 1);
+		for (int i = 0; i < ArraySize(str_checks); i++)
+			if (!strcmp(d->key, str_checks[i].key) && (rc = str_checks[i].check(text)))
+				return rc;
 		memcpy(p, text, strlen(text) + 1);
 		return TK_OK;
 	}
@@ -203,6 +226,10 @@ int tn_opts_parse(const char *text, tn_opts *o, int *ntask, char ***task, double
 		if (strcmp(k, "task")) {
 			const tn_optdesc *d = tn_optdesc_find(k);
 			char why[256];
+			if (d && d->type == TN_STR && !*v) {
+				*((char *)o + d->off) = 0; /* unset: no form to check */
+				continue;
+			}
 			if (d && (rc = tn_opt_set(o, d, v))) {
 				snprintf(why, sizeof why, "%s", tk_errmsg());
 				rc = tk_seterr(TK_EINVAL, "bad run parameter %s: %s", k, why);

@@ -710,9 +710,21 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	return tn_opts_check(o);
 }
 
-int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntask, char *const *task,
-            const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
-            const tn_hooks *h, tn_result *res)
+/* What a run records and shares its rounds by: the options as given and
+ * every task, of which a shard tunes a share (tn_tune). */
+typedef struct job_all {
+	const tn_opts *o;
+	int ntask;
+	char *const *task;
+	const double *weight;
+} job_all;
+
+/* Tune task[0..ntask) with o (a shard's options: its share of the trials)
+ * as a run recording all's options and tasks. */
+static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, int ntask,
+                    char *const *task, const double *weight, const tn_opts *o,
+                    const job_all *all, const char *argv, int64_t resume_run,
+                    const tn_hooks *h, tn_result *res)
 {
 	job J;
 	int rc;
@@ -805,7 +817,7 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		if (rc)
 			goto done;
 	} else {
-		char method[64], *params = tn_opts_format(o, ntask, task, weight);
+		char method[64], *params = tn_opts_format(all->o, all->ntask, all->task, all->weight);
 		if (J.C.sk->plan)
 			snprintf(method, sizeof method, "tune/%s+%s%s", o->model, o->search,
 			         o->ms.run.adaptive ? "+adaptive" : "");
@@ -833,9 +845,11 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 		if (rc)
 			goto done;
 	}
+	/* the rounds of the whole network, so that each task of a shard gets
+	 * the trials it would get in one process (before the gradient rule) */
 	J.round = o->round;
-	if (ntask > 1 && J.round > o->trials / ntask)
-		J.round = o->trials / ntask > 0 ? o->trials / ntask : 1;
+	if (all->ntask > 1 && J.round > all->o->trials / all->ntask)
+		J.round = all->o->trials / all->ntask > 0 ? all->o->trials / all->ntask : 1;
 	J.sim_clock = tk_walltime();
 	if (resume_run > 0) {
 		reload R = { &J.C, J.tk, ntask, TK_OK, 0 };
@@ -912,11 +926,54 @@ done:
 	}
 	res->invalid = J.invalid;
 	res->seconds = tk_now() - J.start;
-	res->net_latency = J.tk && J.ntask == ntask ? net_latency(J.tk, ntask) : -1;
-	if (!rc && J.tk && J.ntask == ntask)
+	/* a shard's tasks are only part of the network */
+	int whole = J.tk && J.ntask == ntask && ntask == all->ntask;
+	res->net_latency = whole ? net_latency(J.tk, ntask) : -1;
+	if (!rc && whole)
 		rc = stored_net_latency(st, J.s.hw_id, J.tk, ntask, &res->net_latency);
 	for (int i = 0; J.tk && i < J.ntask; i++)
 		tuner_task_free(J.tk[i]);
 	free(J.tk);
+	return rc;
+}
+
+int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntask, char *const *task,
+            const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
+            const tn_hooks *h, tn_result *res)
+{
+	job_all all = { o, ntask, task, weight };
+	tk_shard sh;
+	int rc;
+
+	if (!o->shard[0])
+		return tune_job(st, in, target, ntask, task, weight, o, &all, argv, resume_run, h, res);
+	memset(res, 0, sizeof *res);
+	if ((rc = tk_shard_parse(o->shard, &sh)))
+		return rc;
+	/* the shard's tasks, and for each the trials one process would give
+	 * it in its first rounds: task j's share of the budget is
+	 * floor(T (j+1) / n) - floor(T j / n), so the shares add up to T */
+	char **sub = malloc(sizeof *sub * (size_t)ntask);
+	double *subw = malloc(sizeof *subw * (size_t)ntask);
+	tn_opts *mine = malloc(sizeof *mine);
+	int n = 0;
+	if (!sub || !subw || !mine) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	*mine = *o;
+	mine->trials = 0;
+	for (int j = 0; j < ntask; j++)
+		if (tk_shard_has(&sh, j)) {
+			sub[n] = task[j];
+			subw[n++] = weight ? weight[j] : 1;
+			mine->trials += o->trials * (j + 1) / ntask - o->trials * j / ntask;
+		}
+	if (n > 0 && mine->trials > 0) /* else nothing to do: no run */
+		rc = tune_job(st, in, target, n, sub, subw, mine, &all, argv, resume_run, h, res);
+done:
+	free(sub);
+	free(subw);
+	free(mine);
 	return rc;
 }

@@ -76,6 +76,9 @@ typedef struct tn_opts {
 	                             measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
 	char network[256];        /* network name or file, "" if tasks given */
+	char shard[32];           /* "I/K": tune only share I of K of the tasks
+	                             (tk_shard) with the same share of the
+	                             budget; "" for all of them */
 	char controller[16];      /* "none", or "moses": Moses' adaptive controller
 	                             of what is measured (run.c) */
 	double controller_cv;     /* stop measuring a task when the CV of the model's
@@ -111,7 +114,8 @@ extern const int tn_noptdesc;
 /* The row of a run.params key, or NULL. */
 const tn_optdesc *tn_optdesc_find(const char *key);
 /* Parse text into d's field of o; TK_EINVAL ("'x' is not an integer",
- * "... is out of range (a to b)") leaves o unchanged. */
+ * "... is out of range (a to b)", or what is wrong with a string that has
+ * a form, as --shard I/K) leaves o unchanged. */
 int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text);
 /* Every number of o within its row's range; TK_EINVAL naming the first
  * that is not. */
@@ -175,7 +179,16 @@ typedef struct tn_stores {
  * records are reloaded and the budget counts them. Returns TK_OK, TK_EINTR
  * when stopped through hooks->stop (the run stays unfinished and can be
  * resumed), TK_EINVAL for bad tasks or options (an unknown model or
- * search, one that needs what the other lacks), other errors. */
+ * search, one that needs what the other lacks), other errors.
+ *
+ * With o->shard "I/K" only the tasks of share I are tuned (task j when
+ * j mod K = I - 1), on their share of the budget (task j's is
+ * floor(trials (j+1) / ntask) - floor(trials j / ntask)) and with the
+ * network's round (o->round, at most trials / ntask): while every task is
+ * in its first round, K shards measure what one process would. The run
+ * records all ntask tasks and the shard, so a resume tunes the same share.
+ * A share with no task or no trials begins no run: TK_OK with
+ * res->run_id 0. res->net_latency is -1 for a shard (part of a network). */
 int tn_tune(tk_store *st, const tn_stores *in, const tk_target *t, int ntask, char *const *task,
             const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
             const tn_hooks *hooks, tn_result *res);

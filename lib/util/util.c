@@ -4,6 +4,7 @@
  */
 #include "util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -306,6 +307,39 @@ int tk_parse_i64(const char *s, int64_t *out)
 		return TK_EINVAL;
 	*out = v;
 	return TK_OK;
+}
+
+/* A run of decimal digits at *pz (at most 9), advancing *pz; -1 if none. */
+static int64_t shard_num(const char **pz)
+{
+	int64_t v = 0;
+	int n = 0;
+	for (; **pz >= '0' && **pz <= '9'; ++*pz)
+		if (++n <= 9)
+			v = v * 10 + (**pz - '0');
+	return n == 0 || n > 9 ? -1 : v;
+}
+
+int tk_shard_parse(const char *s, tk_shard *out)
+{
+	const char *p = s;
+	int64_t i = shard_num(&p), k = -1;
+	if (*p == '/') {
+		p++;
+		k = shard_num(&p);
+	}
+	if (*p || i < 1 || k < i || k > TK_SHARD_MAX)
+		return tk_seterr(TK_EINVAL, "'%s' is not a shard I/K (1 <= I <= K <= %d)", s,
+		                 TK_SHARD_MAX);
+	out->i = i;
+	out->k = k;
+	return TK_OK;
+}
+
+int tk_shard_has(const tk_shard *sh, int64_t n)
+{
+	assert(sh->k >= 1 && sh->i >= 1 && sh->i <= sh->k && n >= 0);
+	return n % sh->k == sh->i - 1;
 }
 
 int tk_parse_f64(const char *s, double *out)

@@ -115,6 +115,21 @@ int tk_sorted_has(const int64_t *a, int64_t n, int64_t x);
 int tk_parse_i64(const char *s, int64_t *out);  /* TK_OK or TK_EINVAL */
 int tk_parse_f64(const char *s, double *out);   /* TK_OK or TK_EINVAL */
 
+/* ---- shards of a job ------------------------------------------------ */
+/* Share i (1-based) of k of a job's items: item n (0-based, in the job's
+ * own order) belongs to it when n mod k = i - 1, so k processes given 1/k
+ * to k/k cover every item exactly once. */
+typedef struct tk_shard {
+	int64_t i, k;
+} tk_shard;
+#define TK_SHARD_MAX 1000000
+/* Parse "I/K", decimal digits only, 1 <= I <= K <= TK_SHARD_MAX. TK_OK, or
+ * TK_EINVAL with the message "'TEXT' is not a shard I/K (1 <= I <= K)";
+ * *out is set only on success. */
+int tk_shard_parse(const char *s, tk_shard *out);
+/* 1 if item n (0-based) belongs to shard sh, else 0. */
+int tk_shard_has(const tk_shard *sh, int64_t n);
+
 /* Write n bytes to a fresh file at tmp (which must not exist, and is not
  * followed if it is a link) with permissions mode (less the umask) and
  * rename it to path, so readers see the whole file or none of it. TK_EIO
