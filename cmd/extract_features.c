@@ -14,21 +14,26 @@
 
 #include "cmd.h"
 #include "features/feature.h"
+#include "measure/hidden.h"
 #include "record/record.h"
 #include "space/space.h"
 #include "store/store_features.h"
 #include "task/te.h"
 
 static const char *const usage[] = {
-	"tunekit extract-features [--kind knob|itervar|curve|tlp|graph] [--hardware ID] [--batch N] [-]",
+	"tunekit extract-features [--kind knob|itervar|curve|tlp|graph|hidden] [--hardware ID] [--batch N] [-]",
 	"Compute feature vectors of the configurations in the store that lack them (of this\n"
 	"kind and version; default itervar) and store them, a batch per transaction. With\n"
 	"--hardware, only configurations measured on that hardware ID. With -, read a record\n"
 	"stream with an id column from standard input, extract features for the configurations\n"
 	"of its records only, and write the stream unchanged to standard output, each batch\n"
 	"once its features are stored. Imported tasks get knob features only; their\n"
-	"configurations are skipped for the other kinds. See tunekit-extract-features(1) for\n"
-	"the exact definitions.",
+	"configurations are skipped for the other kinds. Tasks are opened for --target: a\n"
+	"vta-sim target's configurations are those of its (simulated) accelerator. Hidden\n"
+	"features (ML2Tuner's) are what compiling a configuration for --target decided: on\n"
+	"the CPU each kernel is compiled for the compiler's reports (cached), on vta-sim the\n"
+	"device compiler's statistics. See tunekit-extract-features(1) for the exact\n"
+	"definitions.",
 };
 
 static struct {
@@ -37,7 +42,7 @@ static struct {
 } o;
 
 static const opt options[] = {
-	{ OPT_STRING, "kind", 'k', &o.kind, "KIND", "knob, itervar, curve, tlp or graph (default itervar)" },
+	{ OPT_STRING, "kind", 'k', &o.kind, "KIND", "knob, itervar, curve, tlp, graph or hidden (default itervar)" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "only configurations measured on this hardware id" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations (or records) per transaction (default 256)" },
 	OPT_END_
@@ -48,6 +53,7 @@ typedef struct task_ent {
 	char *key;
 	te_prog *prog;
 	sp_space *sp;
+	ms_task *mt;         /* opened for the target (a vta-sim target, or hidden features) */
 	int len;             /* feature length for this task */
 	char *why;           /* set: the task's configurations are skipped for this reason */
 	int64_t nskip;
@@ -65,6 +71,9 @@ typedef struct xf {
 	int64_t scope, nnew, ninvalid, nskip_cfg;
 	char *skip_cfg_why;  /* first configuration that did not parse */
 	double busy;         /* seconds spent extracting and storing */
+	tk_target tg;        /* --target */
+	int on_target;       /* tasks are opened for tg (ms_task_open_target) */
+	ms_opts mo;          /* hidden features: compilers, cache */
 } xf;
 
 static char *dup_msg(const char *prefix, const char *msg)
@@ -89,10 +98,14 @@ static int task_open(xf *x, task_ent *t, const char *space)
 	}
 	if (space)
 		rc = sp_space_from_json(space, &t->sp);
+	else if (x->on_target)
+		rc = ms_task_open_target(t->key, &x->tg, (uint64_t)x->ctx->common.seed, &t->mt);
 	else if (!(rc = te_task_parse(t->key, &t->prog)))
 		rc = sp_space_create(t->prog, &t->sp);
-	if (!rc)
-		rc = feat_length(x->kind, t->sp, &t->len);
+	if (!rc && t->mt && x->kind == FEAT_HIDDEN)
+		rc = ms_hidden_length(t->mt, &t->len);
+	else if (!rc)
+		rc = feat_length(x->kind, t->mt ? t->mt->space : t->sp, &t->len);
 	if (rc == TK_ENOMEM)
 		return rc;
 	if (rc) {
@@ -147,12 +160,17 @@ static int process(xf *x, const store_fcfg *r)
 		t->nskip++;
 		return TK_OK;
 	}
-	if (sp_parse(t->sp, r->config, &c)) {
+	const sp_space *sp = t->mt ? t->mt->space : t->sp;
+	if (sp_parse(sp, r->config, &c)) {
 		if (!x->nskip_cfg++ && !(x->skip_cfg_why = dup_msg("", tk_errmsg())))
 			return tk_seterr(TK_ENOMEM, "out of memory");
 		return TK_OK;
 	}
-	if ((rc = feat_extract(x->kind, t->sp, &c, x->v, &valid)))
+	if (x->kind == FEAT_HIDDEN)
+		rc = ms_hidden(t->mt, &x->tg, &x->mo, &c, 1, x->v, &valid);
+	else
+		rc = feat_extract(x->kind, sp, &c, x->v, &valid);
+	if (rc)
 		return rc;
 	if ((rc = store_feature_put(x->st, r->config_id, x->kname, x->version, x->v, t->len)))
 		return rc;
@@ -412,6 +430,7 @@ static void xf_free(xf *x)
 		free(x->task[i].why);
 		sp_space_free(x->task[i].sp);
 		te_prog_free(x->task[i].prog);
+		ms_task_free(x->task[i].mt);
 	}
 	free(x->task);
 	free(x->v);
@@ -434,9 +453,15 @@ int cmd_extract_features(int argc, char **argv, tk_ctx *ctx)
 	x.ctx = ctx;
 	x.kind = feat_kind_parse(o.kind ? o.kind : "itervar");
 	if (x.kind < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o.kind);
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp,"
+		               " graph, hidden)", o.kind);
 	if (o.batch < 1 || o.batch > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
+	if ((rc = tk_target_parse(ctx->common.target, &x.tg)))
+		return tk_fail(ctx, rc, NULL);
+	x.on_target = x.kind == FEAT_HIDDEN || x.tg.kind == TK_TARGET_VTA_SIM;
+	ms_opts_default(&x.mo);
+	x.mo.jobs = (int)ctx->common.jobs > 0 ? (int)ctx->common.jobs : 1;
 	x.kname = feat_kind_name(x.kind);
 	x.version = feat_version(x.kind);
 	if ((rc = tk_ctx_store(ctx, &x.st)))

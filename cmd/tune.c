@@ -151,6 +151,10 @@ static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 	if (rc) /* a file that is not a model is bad input, not a corrupt store */
 		return tk_fail(ctx, rc == TK_ECORRUPT ? TK_EINVAL : rc, NULL);
 	const char *kind = mf_get(&meta, "kind"), *fname = mf_get(&meta, "feature");
+	const char *label = mf_get(&meta, "label");
+	if (label && !strcmp(label, "validity"))
+		return tk_fail(ctx, TK_EINVAL, "%s is a validity model (train --objective validity),"
+		               " not a performance model", t->model_file);
 	const char *fver = mf_get(&meta, "feature_version"), *flen = mf_get(&meta, "feature_length");
 	int64_t v, len;
 	if (!fname || (feat = feat_kind_parse(fname)) < 0 || !fver || tk_parse_i64(fver, &v) ||
