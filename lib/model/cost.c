@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp, cm_meta;
+extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp, cm_meta, cm_ml2;
 
 /* The model-free choice: no operations. */
 static const cm_kind cm_none = {
@@ -18,7 +18,8 @@ static const cm_kind cm_none = {
 	.summary = "no model: sa anneals on the measured throughput itself",
 };
 
-const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_meta, &cm_none };
+const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_meta, &cm_ml2,
+                                     &cm_none };
 const int cm_nkinds = ArraySize(cm_kinds);
 
 struct cm_model {
