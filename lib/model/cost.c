@@ -137,6 +137,15 @@ int cm_pick(cm_model *m, const float *x, int n, int d, const float *xh, int dh, 
 	return m->kind->pick(m->state, x, n, d, xh, dh, out);
 }
 
+int cm_importance(cm_model *m, int *d, double **gain)
+{
+	*gain = NULL;
+	*d = 0;
+	if (!m->kind->importance)
+		return tk_seterr(TK_EINVAL, "model %s has no feature importance", m->kind->name);
+	return m->kind->importance(m->state, d, gain);
+}
+
 int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd)
 {
 	if (!m->kind->predict_dist)

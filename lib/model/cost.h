@@ -141,6 +141,10 @@ typedef struct cm_kind {
 	 * exist, then the visible model's scores) into out[n]. */
 	int (*screen)(void *state, const float *x, int n, int d, float *out);
 	int (*pick)(void *state, const float *x, int n, int d, const float *xh, int dh, float *out);
+	/* The importance of each feature the model reads (XGBoost's total
+	 * gain; ml2: A's, visible then hidden, or P's without A): *gain a
+	 * malloc'd array of *d values. NULL for kinds without one. */
+	int (*importance)(void *state, int *d, double **gain);
 	/* Add the kind's own meta keys (objective, rounds, ...); may be NULL. */
 	int (*describe)(void *state, mf_meta *m);
 	void (*free)(void *state);
@@ -177,6 +181,10 @@ int cm_predict(cm_model *m, const float *x, int n, int d, const float *margin, f
  * (xh NULL: none known). TK_EINVAL for a kind without them. */
 int cm_screen(cm_model *m, const float *x, int n, int d, float *out);
 int cm_pick(cm_model *m, const float *x, int n, int d, const float *xh, int dh, float *out);
+/* The importance of each feature (the kind's importance operation): *gain
+ * a malloc'd array of *d values, the caller frees. TK_EINVAL for a kind
+ * without one. */
+int cm_importance(cm_model *m, int *d, double **gain);
 /* Mean and deviation; TK_EINVAL for a model without uncertainty. */
 int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd);
 /* Adapt m to the rows of target (labels normalised per group, rows of a

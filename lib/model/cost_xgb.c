@@ -135,6 +135,11 @@ static int xload(const void *buf, size_t len, void **state)
 	return TK_OK;
 }
 
+static int ximportance(void *s, int *d, double **gain)
+{
+	return xgb_importance(((xstate *)s)->bst, d, gain);
+}
+
 static int xdescribe(void *s, mf_meta *m)
 {
 	xstate *x = s;
@@ -158,6 +163,7 @@ const cm_kind cm_xgb = {
 	.adapt = xadapt,
 	.save = xsave,
 	.load = xload,
+	.importance = ximportance,
 	.describe = xdescribe,
 	.free = xfree,
 };

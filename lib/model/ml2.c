@@ -230,6 +230,12 @@ static int ml2_load(const void *buf, size_t len, void **state)
 	return TK_OK;
 }
 
+static int ml2_importance(void *s, int *d, double **gain)
+{
+	ml2_state *m = s;
+	return cm_importance(m->a ? m->a : m->p, d, gain);
+}
+
 static int ml2_describe(void *s, mf_meta *meta)
 {
 	ml2_state *m = s;
@@ -255,6 +261,7 @@ const cm_kind cm_ml2 = {
 	.pick = ml2_pick,
 	.save = ml2_save,
 	.load = ml2_load,
+	.importance = ml2_importance,
 	.describe = ml2_describe,
 	.free = ml2_free,
 };
