@@ -18,7 +18,7 @@
 #include "train/train.h"
 
 static const char *const usage[] = {
-	"tunekit train [--model NAME] [--objective rank|reg|validity] [--feature itervar|knob|curve|tlp|graph]\n"
+	"tunekit train [--model NAME] [--objective rank|reg|validity] [--feature itervar|knob|curve|tlp|graph|hidden]\n"
 	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
 	"              [--aux-hw ID... [--target-fraction F]] [--rounds N] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
@@ -47,7 +47,7 @@ static struct {
 static const opt options[] = {
 	{ OPT_STRING, "model", 0, &o.model, "NAME", "cost model (default xgb; see 'tunekit help models')" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default), reg (squared error) or validity (classifier)" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp or graph" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp, graph or hidden" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "train on the records of this hardware id" },
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
@@ -235,7 +235,8 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		               kind->name, names);
 	}
 	if ((feat = feat_kind_parse(o.feature)) < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp or graph)",
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp, graph or"
+		               " hidden)",
 		               o.feature);
 	if (!(kind->features & 1u << feat))
 		return tk_fail(ctx, TK_EINVAL, "model %s does not take %s features", kind->name,

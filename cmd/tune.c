@@ -281,6 +281,10 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	if (!status && t.transfer_from[0] &&
 	    (rc = store_open(t.transfer_from, STORE_READONLY, &in.history)))
 		status = tk_fail(ctx, rc, NULL);
+	const cm_kind *mk = cm_find(t.model);
+	if (!status && t.replay[0] && mk && (mk->flags & CM_HIDDEN) && !ctx->common.quiet)
+		fprintf(stderr, "%s: replayed measurements have no hidden features: model A is P\n",
+		        ctx->prog);
 	if (!status) {
 		tune_ui ui = { ctx, 0 };
 		tn_hooks h = { &ui, on_progress, on_records, &tk_interrupted };

@@ -297,8 +297,9 @@ int model_fit(tn_ctx *C, tn_task *t)
 	}
 	fit_params(C, t, &p);
 	if (C->mk->flags & CM_HIDDEN) {
-		/* ML2Tuner: the rows' hidden features for A (none when replayed) */
-		int dh = model_hidden_length(C, t);
+		/* ML2Tuner: the rows' hidden features for A (none when replayed,
+		 * nor in the ablation without A) */
+		int dh = strchr(C->o->ml2_stages, 'A') ? model_hidden_length(C, t) : 0;
 		if (dh > 0 && !(xh = malloc(sizeof *xh * (size_t)t->nx * (size_t)dh))) {
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto done;

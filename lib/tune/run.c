@@ -688,7 +688,11 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	char names[256];
 	int rc;
 	if ((C->feat = feat_kind_parse(o->feature)) < 0)
-		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o->feature);
+		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph,"
+		                 " hidden)", o->feature);
+	if (C->feat == FEAT_HIDDEN)
+		return tk_seterr(TK_EINVAL, "hidden features come from compiling the candidates: the"
+		                 " ml2 model reads them beside the --feature it ranks on");
 	if ((rc = cm_lookup(o->model, &C->mk)) || (rc = sr_lookup(o->search, &C->sk)))
 		return rc;
 	assert(C->sk->next || C->sk->plan);
