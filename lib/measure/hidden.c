@@ -317,11 +317,15 @@ int ms_hidden(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config
 		vta_sched sc;
 		vta_stats st;
 		int rc;
+		int status;
 		vta_sched_from_config(t->space, &c[i], &sc);
-		if ((rc = vta_stats_of(&t->vta->hw, &t->vta->shape, &sc, &st)))
+		if ((rc = vta_lower(&t->vta->hw, &t->vta->shape, &sc, VTA_LOWER_STATS_ONLY, NULL, &st,
+		                    &status, NULL, 0)))
 			return rc;
+		/* the statistics of every configuration; valid if the device
+		 * compiler accepts it */
 		vta_stats_vector(&st, &out[(size_t)i * VTA_NSTAT]);
-		valid[i] = 1; /* the statistics of every configuration, rejected or not */
+		valid[i] = status == VTA_OK;
 	}
 	return TK_OK;
 }

@@ -25,7 +25,8 @@ int ms_hidden_length(const ms_task *t, int *d);
 /* Hidden features of n configurations of t on target tg into out (n rows
  * of ms_hidden_length values), valid[i] 0 when configuration i cannot be
  * lowered or its kernel does not compile (its row then holds what is known
- * without the compiler's facts). o gives the parallel compilers (jobs),
+ * without the compiler's facts; on vta-sim, the statistics of a program
+ * the device compiler rejects). o gives the parallel compilers (jobs),
  * the compile time limit and the cache directory. TK_OK, TK_ENOMEM, TK_EIO
  * (cache or processes unusable). */
 int ms_hidden(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *c, int n,

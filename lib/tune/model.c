@@ -144,15 +144,17 @@ int model_hidden_length(tn_ctx *C, tn_task *t)
 	return d;
 }
 
-int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dh)
+int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dh,
+                 int *okp)
 {
 	int d = model_hidden_length(C, t), rc, nmiss = 0;
 	*dh = d;
 	if (d == 0)
 		return TK_OK;
-	if (!t->hc.key && (rc = fcache_init(&t->hc, d)))
+	/* a cache row: the d features, then 1 if the configuration compiled */
+	if (!t->hc.key && (rc = fcache_init(&t->hc, d + 1)))
 		return rc;
-	if (t->hc.n + n > FCACHE_MAX && (rc = fcache_init(&t->hc, d)))
+	if (t->hc.n + n > FCACHE_MAX && (rc = fcache_init(&t->hc, d + 1)))
 		return rc;
 	sp_config *miss = malloc(sizeof *miss * (size_t)(n > 0 ? n : 1));
 	float *hv = malloc(sizeof *hv * (size_t)(n > 0 ? n : 1) * (size_t)d);
@@ -177,13 +179,16 @@ int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, i
 				goto done;
 			s = fslot(&t->hc, idx);
 		}
-		memcpy(&t->hc.val[s * d], &hv[(size_t)i * (size_t)d], sizeof(float) * (size_t)d);
+		memcpy(&t->hc.val[s * (d + 1)], &hv[(size_t)i * (size_t)d], sizeof(float) * (size_t)d);
+		t->hc.val[s * (d + 1) + d] = ok[i] ? 1.0f : 0.0f;
 		t->hc.key[s] = idx + 1;
 		t->hc.n++;
 	}
 	for (int i = 0; i < n; i++) {
 		int64_t s = fslot(&t->hc, sp_index(t->space, &c[i]));
-		memcpy(&out[(size_t)i * (size_t)d], &t->hc.val[s * d], sizeof(float) * (size_t)d);
+		memcpy(&out[(size_t)i * (size_t)d], &t->hc.val[s * (d + 1)], sizeof(float) * (size_t)d);
+		if (okp)
+			okp[i] = t->hc.val[s * (d + 1) + d] != 0;
 	}
 	t->ml2_compiled += nmiss;
 	rc = TK_OK;
@@ -304,7 +309,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto done;
 		}
-		if (dh > 0 && (rc = model_hidden(C, t, t->xc, t->nx, xh, &dh)))
+		if (dh > 0 && (rc = model_hidden(C, t, t->xc, t->nx, xh, &dh, NULL)))
 			goto done;
 		if ((rc = ml2_heldout(C, t, x, d, xh, dh, y)))
 			goto done;

@@ -448,18 +448,19 @@ done:
  * log (round: trials so far), then zeroed. */
 static int ml2_log(job *J, tn_task *t)
 {
-	const char *key[] = { "ml2_dropped", "ml2_compiled", "ml2_heldout", "ml2_sse_p",
-	                      "ml2_sse_a" };
-	double v[] = { t->ml2_dropped, t->ml2_compiled, t->ml2_nse, t->ml2_se_p, t->ml2_se_a };
+	const char *key[] = { "ml2_dropped", "ml2_compiled", "ml2_failed", "ml2_heldout",
+	                      "ml2_sse_p", "ml2_sse_a" };
+	double v[] = { t->ml2_dropped, t->ml2_compiled, t->ml2_failed, t->ml2_nse, t->ml2_se_p,
+	               t->ml2_se_a };
 	int rc = TK_OK;
-	for (int i = 0; i < 5 && !rc; i++) {
+	for (int i = 0; i < 6 && !rc; i++) {
 		char k[600];
-		if (i >= 2 && t->ml2_nse == 0)
+		if (i >= 3 && t->ml2_nse == 0)
 			break;
 		snprintf(k, sizeof k, "%s:%s", key[i], t->key);
 		rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, k, v[i]);
 	}
-	t->ml2_dropped = t->ml2_compiled = t->ml2_nse = 0;
+	t->ml2_dropped = t->ml2_compiled = t->ml2_failed = t->ml2_nse = 0;
 	t->ml2_se_p = t->ml2_se_a = 0;
 	return rc;
 }

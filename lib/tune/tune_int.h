@@ -66,6 +66,7 @@ typedef struct tn_task {
 	int ml2_fit_nx;       /* records at its last fit */
 	int ml2_dropped;      /* candidates V dropped since the last log */
 	int ml2_compiled;     /* candidates compiled for A since the last log */
+	int ml2_failed;       /* ... that did not compile, so were not measured */
 	int ml2_nse;          /* held-out valid records scored at refits ... */
 	double ml2_se_p, ml2_se_a; /* ... and the squared errors of P and A on them */
 
@@ -132,9 +133,12 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out);
  * fit); only for models with uncertainty. */
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd);
 /* Hidden features of configurations of t (cached; compiled on the CPU)
- * into out (n * *dh floats; room for n * hidden length). *dh 0 and
- * nothing computed when C->hidden is 0 or t has no template. */
-int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dh);
+ * into out (n * *dh floats; room for n * hidden length), and into ok[n]
+ * (may be NULL) whether each compiled (lowered and accepted by the
+ * compiler). *dh 0 and nothing computed when C->hidden is 0 or t has no
+ * template. */
+int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dh,
+                 int *ok);
 /* The length model_hidden gives t's rows (0: none). */
 int model_hidden_length(tn_ctx *C, tn_task *t);
 /* Features of configurations of t (cached). out has n * d floats. */

@@ -367,6 +367,20 @@ static int by_score_desc(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
+/* Sort c[0..n) by p, highest first (n is a batch: insertion sort). */
+static void rk_fill_sort(sp_config *c, float *p, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && p[j] > p[j - 1]; j--) {
+			sp_config tc = c[j];
+			float tp = p[j];
+			c[j] = c[j - 1];
+			p[j] = p[j - 1];
+			c[j - 1] = tc;
+			p[j - 1] = tp;
+		}
+}
+
 static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 {
 	int use_v = strchr(C->o->ml2_stages, 'V') != NULL, use_a = strchr(C->o->ml2_stages, 'A') != NULL;
@@ -375,9 +389,12 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	cap = cap < want ? want : cap;
 	sp_config *cand = malloc(sizeof *cand * (size_t)cap);
 	sp_config *chunk = malloc(sizeof *chunk * (size_t)cap);
+	sp_config *rej = malloc(sizeof *rej * (size_t)want); /* the likeliest V dropped */
+	float *rej_p = malloc(sizeof *rej_p * (size_t)want);
 	float *x = NULL, *pv = malloc(sizeof *pv * (size_t)cap), *xh = NULL, *sc = NULL;
 	ranked *rk = NULL;
-	if (!cand || !chunk || !pv || (rc = feat_length(C->feat, t->space, &fd)) ||
+	int nrej = 0;
+	if (!cand || !chunk || !rej || !rej_p || !pv || (rc = feat_length(C->feat, t->space, &fd)) ||
 	    !(x = malloc(sizeof *x * (size_t)cap * (size_t)(fd > 0 ? fd : 1)))) {
 		rc = rc ? rc : tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
@@ -396,9 +413,17 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 			break;
 		for (int i = 0; i < m && !rc; i++) {
 			if (use_v && pv[i] < 0.5f) {
-				/* predicted invalid: dropped, never measured */
+				/* predicted invalid: dropped (the want likeliest kept aside) */
 				rc = sr_set_add(&t->visited, sp_index(t->space, &chunk[i]));
 				t->ml2_dropped++;
+				int at = nrej < want ? nrej++ : -1;
+				for (int j = 0; at < 0 && j < nrej; j++)
+					if (rej_p[j] < pv[i] && (at < 0 || rej_p[j] < rej_p[at]))
+						at = j;
+				if (at >= 0) {
+					rej[at] = chunk[i];
+					rej_p[at] = pv[i];
+				}
 			} else {
 				cand[got++] = chunk[i];
 			}
@@ -406,8 +431,18 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	}
 	if (rc)
 		goto done;
+	if (got < want && nrej > 0) {
+		/* fewer than a batch passed V: the batch is filled with those V
+		 * found likeliest valid, never measured otherwise (early on V
+		 * has seen few valid records and drops nearly everything) */
+		rk_fill_sort(rej, rej_p, nrej);
+		for (int i = 0; i < nrej && got < want; i++) {
+			cand[got++] = rej[i];
+			t->ml2_dropped--;
+		}
+	}
 	if (got == 0) {
-		/* nothing passed V: a random batch rather than none */
+		/* nothing to screen: a random batch rather than none */
 		sp_config c;
 		while (*n < want && random_unvisited(t, &c) && !rc)
 			rc = take(t, &c, out, n);
@@ -421,16 +456,45 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	}
 	for (int i = 0; i < got; i++)
 		sc[i] = (float)-i; /* P's order */
-	if (use_a && got > want) {
-		int d1 = model_hidden_length(C, t);
-		if (d1 > 0 && !(xh = malloc(sizeof *xh * (size_t)got * (size_t)d1))) {
+	if (use_a) {
+		int d1 = model_hidden_length(C, t), *ok = NULL, kept = 0;
+		if (d1 > 0 && (!(xh = malloc(sizeof *xh * (size_t)got * (size_t)d1)) ||
+		               !(ok = malloc(sizeof *ok * (size_t)got)))) {
+			free(ok);
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto done;
 		}
-		if ((d1 > 0 && (rc = model_hidden(C, t, cand, got, xh, &dh))) ||
-		    (rc = model_features(C, t, cand, got, x, &fd)) ||
-		    (rc = cm_pick(t->model, x, got, fd, dh ? xh : NULL, dh, sc)))
+		if (d1 > 0 && (rc = model_hidden(C, t, cand, got, xh, &dh, ok))) {
+			free(ok);
 			goto done;
+		}
+		/* what does not compile is invalid without being measured */
+		for (int i = 0; dh && i < got; i++) {
+			if (!ok[i]) {
+				t->ml2_failed++;
+				if ((rc = sr_set_add(&t->visited, sp_index(t->space, &cand[i]))))
+					break;
+				continue;
+			}
+			cand[kept] = cand[i];
+			memmove(&xh[(size_t)kept * (size_t)dh], &xh[(size_t)i * (size_t)dh],
+			        sizeof *xh * (size_t)dh);
+			kept++;
+		}
+		free(ok);
+		if (rc)
+			goto done;
+		got = dh ? kept : got;
+		if (got > 0 && ((rc = model_features(C, t, cand, got, x, &fd)) ||
+		                (rc = cm_pick(t->model, x, got, fd, dh ? xh : NULL, dh, sc))))
+			goto done;
+		if (got == 0) {
+			/* nothing compiled: a random batch rather than none */
+			sp_config c;
+			while (*n < want && random_unvisited(t, &c) && !rc)
+				rc = take(t, &c, out, n);
+			goto done;
+		}
 	}
 	for (int i = 0; i < got; i++)
 		rk[i] = (ranked){ sc[i], i };
@@ -440,6 +504,8 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 done:
 	free(cand);
 	free(chunk);
+	free(rej);
+	free(rej_p);
 	free(x);
 	free(pv);
 	free(xh);
