@@ -18,6 +18,7 @@
 #                   xgb warm start, MTL, scratch (Kernel Tuner GPUs, CPUs)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
+#   make bench-ml2  ML2Tuner (P+V+A) against xgb and its ablations (vta-sim, CPU)
 #   make bench-measure  configurations measured per minute, against a baseline
 #   make install    install to $(DESTDIR)$(PREFIX)
 
@@ -267,6 +268,16 @@ ADATUNE_BUDGET ?= 180
 bench-adatune: tunekit
 	sh tests/bench/adatune.sh ./tunekit $(BUILD)/bench/adatune $(ADATUNE_SEEDS) $(ADATUNE_BUDGET)
 
+# ML2Tuner against xgb and its ablations: ResNet-18's conv layers on the
+# simulated VTA (zcu102) and CPU tasks measured here (about 20 minutes).
+ML2_SEEDS ?= 3
+ML2_VTA_TRIALS ?= 50
+ML2_CPU_TRIALS ?= 30
+ML2_CPU_SEEDS ?= 2
+bench-ml2: tunekit
+	sh tests/bench/ml2.sh ./tunekit $(BUILD)/bench/ml2 $(ML2_SEEDS) $(ML2_VTA_TRIALS) \
+		$(ML2_CPU_TRIALS) $(ML2_CPU_SEEDS)
+
 # The kernel benchmark (issue 4): tune each workload, export the best kernel
 # and time it against OpenBLAS, BLIS or oneDNN in one process, with the FP32
 # peak; prints one table (tests/bench/kernels.sh). The BLAS baseline is the
@@ -321,6 +332,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

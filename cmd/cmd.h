@@ -171,6 +171,10 @@ void table_row(table *t, const char *const *cells);
  * nothing to measure on is empty, or "-" in a table of fmt FMT_TABLE). */
 table *metrics_table_new(void);
 void metrics_row(table *tb, int fmt, const char *set, const cm_metrics *m);
+/* The same for a validity classifier (train --objective validity): set,
+ * rows, valid, accuracy, precision, recall, auc. */
+table *class_table_new(void);
+void class_row(table *tb, int fmt, const char *set, const cm_class_metrics *m);
 /* Free t without printing it. */
 void table_free(table *t);
 /* Print to f and free t. Returns EXIT_OK or EXIT_FAIL on a write error. */

@@ -531,6 +531,29 @@ static const char *const metric_header[] = {
 	"set", "rows", "tasks", "rmse", "mse", "mse_d", "top1", "top5", "spearman",
 };
 
+static const char *const class_header[] = {
+	"set", "rows", "valid", "accuracy", "precision", "recall", "auc",
+};
+
+table *class_table_new(void)
+{
+	return table_new(ArraySize(class_header), class_header);
+}
+
+void class_row(table *tb, int fmt, const char *set, const cm_class_metrics *m)
+{
+	char b[6][32];
+	double v[] = { m->accuracy, m->precision, m->recall, m->auc };
+	const char *cells[7] = { set, b[0], b[1] };
+	snprintf(b[0], 32, "%d", m->n);
+	snprintf(b[1], 32, "%d", m->valid);
+	for (int i = 0; i < 4; i++) {
+		snprintf(b[2 + i], 32, "%.4f", v[i]);
+		cells[3 + i] = isnan(v[i]) ? (fmt == FMT_TABLE ? "-" : NULL) : b[2 + i];
+	}
+	table_row(tb, cells);
+}
+
 table *metrics_table_new(void)
 {
 	return table_new(ArraySize(metric_header), metric_header);

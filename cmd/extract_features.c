@@ -18,15 +18,19 @@
 #include "train/extract.h"
 
 static const char *const usage[] = {
-	"tunekit extract-features [--kind knob|itervar|curve|tlp|graph] [--hardware ID] [--batch N] [-]",
+	"tunekit extract-features [--kind knob|itervar|curve|tlp|graph|hidden] [--hardware ID] [--batch N] [-]",
 	"Compute feature vectors of the configurations in the store that lack them (of this\n"
 	"kind and version; default itervar) and store them, a batch per transaction. With\n"
 	"--hardware, only configurations measured on that hardware ID. With -, read a record\n"
 	"stream with an id column from standard input, extract features for the configurations\n"
 	"of its records only, and write the stream unchanged to standard output, each batch\n"
 	"once its features are stored. Imported tasks get knob features only; their\n"
-	"configurations are skipped for the other kinds. See tunekit-extract-features(1) for\n"
-	"the exact definitions.",
+	"configurations are skipped for the other kinds. Tasks are opened for --target: a\n"
+	"vta-sim target's configurations are those of its (simulated) accelerator. Hidden\n"
+	"features (ML2Tuner's) are what compiling a configuration for --target decided: on\n"
+	"the CPU each kernel is compiled for the compiler's reports (cached), on vta-sim the\n"
+	"device compiler's statistics. See tunekit-extract-features(1) for the exact\n"
+	"definitions.",
 };
 
 static struct {
@@ -35,7 +39,7 @@ static struct {
 } o;
 
 static const opt options[] = {
-	{ OPT_STRING, "kind", 'k', &o.kind, "KIND", "knob, itervar, curve, tlp or graph (default itervar)" },
+	{ OPT_STRING, "kind", 'k', &o.kind, "KIND", "knob, itervar, curve, tlp, graph or hidden (default itervar)" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "only configurations measured on this hardware id" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "configurations (or records) per transaction (default 256)" },
 	OPT_END_
@@ -252,14 +256,21 @@ int cmd_extract_features(int argc, char **argv, tk_ctx *ctx)
 	x.ctx = ctx;
 	int kind = feat_kind_parse(o.kind ? o.kind : "itervar");
 	if (kind < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o.kind);
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp,"
+		               " graph, hidden)", o.kind);
 	if (o.batch < 1 || o.batch > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	x.kname = feat_kind_name(kind);
 	tk_store *st;
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;
-	if ((rc = tr_extract_new(st, kind, (int)o.batch, &x.ex)))
+	tk_target tg;
+	ms_opts mo;
+	if ((rc = tk_target_parse(ctx->common.target, &tg)))
+		return tk_fail(ctx, rc, NULL);
+	ms_opts_default(&mo);
+	mo.jobs = (int)ctx->common.jobs > 0 ? (int)ctx->common.jobs : 1;
+	if ((rc = tr_extract_new(st, kind, (int)o.batch, &tg, &mo, (uint64_t)ctx->common.seed, &x.ex)))
 		return tk_fail(ctx, rc, NULL);
 #ifdef M_TRIM_THRESHOLD
 	/* Every stored vector allocates and frees zlib's deflate state (about

@@ -98,7 +98,7 @@ static void help_networks(void)
  * model), the ways tunekit transfer adapts it, summary. */
 static void help_models(void)
 {
-	printf("%-7s %-22s %-11s %-8s %-14s %s\n", "model", "features", "uncertainty", "transfer",
+	printf("%-7s %-29s %-11s %-8s %-14s %s\n", "model", "features", "uncertainty", "transfer",
 	       "adapts", "summary");
 	for (int i = 0; i < cm_nkinds; i++) {
 		const cm_kind *k = cm_kinds[i];
@@ -114,7 +114,7 @@ static void help_models(void)
 			if (tr_methods[m].adapt && (k->adapts & (unsigned)tr_methods[m].adapt))
 				wl += (size_t)snprintf(ways + wl, sizeof ways - wl, "%s%s", wl ? "," : "",
 				                       tr_methods[m].name);
-		printf("%-7s %-22s %-11s %-8s %-14s %s\n", k->name, len ? feats : "-",
+		printf("%-7s %-29s %-11s %-8s %-14s %s\n", k->name, len ? feats : "-",
 		       k->flags & CM_UNCERTAINTY ? "yes" : "no", k->flags & CM_TRANSFER ? "yes" : "no",
 		       wl ? ways : "-", k->summary);
 	}

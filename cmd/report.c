@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "measure/hidden.h"
+#include "model/cost.h"
 #include "report/check.h"
 #include "report/report.h"
 #include "store/store_report.h"
@@ -29,7 +31,9 @@ static const char *const usage[] = {
 	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
 	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]\n"
 	"   or: tunekit report [--format table|tsv|json|junit] check --baseline OLD.db\n"
-	"                      [--threshold PCT] [--hardware ID]",
+	"                      [--threshold PCT] [--hardware ID]\n"
+	"   or: tunekit report [--format FMT] invalid [--run ID]... [--batch N] [--plot FILE]\n"
+	"   or: tunekit report [--format FMT] importance --model-file FILE [--task TASK]",
 	"best: the fastest valid configuration of every task on every hardware, ranked by\n"
 	"its median measurement (one lucky timing does not make it best), with that\n"
 	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
@@ -51,6 +55,11 @@ static const char *const usage[] = {
 	"repeats with a 95% bootstrap interval, and improved, unchanged or slower (slower: the\n"
 	"whole interval above 1 + threshold). Exit 1 when a task is slower (listed on stderr),\n"
 	"2 when the stores share no hardware.\n"
+	"invalid: per batch of --batch trials (default: the run's tune --batch) of each run,\n"
+	"how many configurations were invalid and their share; with --plot, an SVG chart of\n"
+	"the share against the batch.\n"
+	"importance: the features of a model file ranked by XGBoost's total gain, with\n"
+	"their names where known (hidden features, named for --task on --target).\n"
 	"Prints a table on a terminal and TSV otherwise (a record stream for best: its id\n"
 	"column names the measurement).",
 };
@@ -63,15 +72,19 @@ static struct {
 	int log;
 	const char *baseline;
 	double threshold;
+	int64_t batch;
+	const char *model_file;
 } o;
 
 static const opt options[] = {
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json; junit for check (default: table on a terminal)" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check: only this hardware id" },
-	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare: a run (repeatable; curve default: the latest)" },
-	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve: only this task" },
+	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid: a run (repeatable; default: the latest)" },
+	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve: only this task; importance: name the features for it" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name or file) as one workload" },
-	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve: write an SVG chart to FILE (- for stdout)" },
+	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve, invalid: write an SVG chart to FILE (- for stdout)" },
+	{ OPT_INT, "batch", 0, &o.batch, "N", "invalid: trials per batch (default: the run's)" },
+	{ OPT_STRING, "model-file", 0, &o.model_file, "FILE", "importance: the model file (tunekit train)" },
 	{ OPT_STRING, "x", 0, &o.x, "AXIS", "curve --plot: trials or seconds (default: both, side by side)" },
 	{ OPT_FLAG, "log", 0, &o.log, NULL, "curve --plot: logarithmic seconds axis" },
 	{ OPT_STRING, "baseline", 0, &o.baseline, "FILE", "check: the store to compare with (read only)" },
@@ -784,10 +797,175 @@ static int report_check(tk_ctx *ctx, int fmt, int junit)
 	return rc;
 }
 
+/* ---- invalid configurations per batch ---------------------------------------- */
+
+/* The run's tune --batch from its params; 0 if it has none. */
+static int64_t run_batch_param(tk_ctx *ctx, int64_t run)
+{
+	char *params = NULL;
+	int64_t v = 0;
+	if (!store_run_params(ctx->store, run, &params) && params)
+		for (char *l = params; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+			if (!strncmp(l, "batch=", 6)) {
+				char num[32];
+				size_t n = strcspn(l + 6, "\n");
+				snprintf(num, sizeof num, "%.*s", (int)(n < 31 ? n : 31), l + 6);
+				if (tk_parse_i64(num, &v) || v < 1)
+					v = 0;
+				break;
+			}
+	free(params);
+	return v;
+}
+
+static int report_invalid(tk_ctx *ctx, int fmt)
+{
+	rp_run **aRun = NULL;
+	int nRun = 0, rc;
+	static const char *const hdr[] = { "run", "batch", "first", "trials", "invalid", "share" };
+	if (o.batch < 0 || o.batch > 1000000)
+		return tk_fail(ctx, TK_EINVAL, "--batch needs a number of trials from 1");
+	if ((rc = load_runs(ctx, 1, &aRun, &nRun))) {
+		free_runs(aRun, nRun);
+		return rc;
+	}
+	rp_batch **b = calloc((size_t)nRun, sizeof *b);
+	int *nb = calloc((size_t)nRun, sizeof *nb);
+	int64_t *ids = calloc((size_t)nRun, sizeof *ids);
+	table *t = table_new(ArraySize(hdr), hdr);
+	if (!b || !nb || !ids || !t)
+		rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int i = 0; i < nRun && !rc; i++) {
+		int64_t size = o.batch ? o.batch : run_batch_param(ctx, aRun[i]->id);
+		int e = rp_invalid_batches(aRun[i], (int)(size > 0 ? size : 16), &b[i], &nb[i]);
+		if (e)
+			rc = tk_fail(ctx, e, NULL);
+		ids[i] = aRun[i]->id;
+		for (int k = 0; k < nb[i] && !rc; k++) {
+			char c[5][32];
+			const char *cells[6] = { c[0], c[1], c[2], c[3], c[4], c[4] };
+			snprintf(c[0], 32, "%lld", (long long)aRun[i]->id);
+			snprintf(c[1], 32, "%d", b[i][k].batch);
+			snprintf(c[2], 32, "%d", b[i][k].first);
+			snprintf(c[3], 32, "%d", b[i][k].trials);
+			snprintf(c[4], 32, "%d", b[i][k].invalid);
+			char share[32];
+			snprintf(share, sizeof share, "%.4f", b[i][k].share);
+			cells[5] = share;
+			table_row(t, cells);
+		}
+	}
+	if (!rc && o.plot) {
+		tk_sb sb;
+		tk_sb_init(&sb);
+		if ((rc = rp_invalid_svg(&sb, ids, (const rp_batch *const *)b, nb, nRun)))
+			rc = tk_fail(ctx, rc, NULL);
+		else
+			rc = write_plot(ctx, &sb);
+		tk_sb_free(&sb);
+		table_free(t);
+	} else if (!rc) {
+		rc = table_print(t, stdout, fmt);
+	} else {
+		table_free(t);
+	}
+	for (int i = 0; b && i < nRun; i++)
+		free(b[i]);
+	free(b);
+	free(nb);
+	free(ids);
+	free_runs(aRun, nRun);
+	return rc;
+}
+
+/* ---- feature importance of a model file -------------------------------------- */
+
+typedef struct imp_row {
+	int i;
+	double gain;
+} imp_row;
+
+static int by_gain(const void *a, const void *b)
+{
+	const imp_row *x = a, *y = b;
+	if (x->gain != y->gain)
+		return x->gain > y->gain ? -1 : 1;
+	return x->i - y->i;
+}
+
+static int report_importance(tk_ctx *ctx, int fmt)
+{
+	static const char *const hdr[] = { "rank", "feature", "name", "gain", "share" };
+	mf_meta meta;
+	cm_model *m = NULL;
+	ms_task *mt = NULL;
+	double *gain = NULL, total = 0;
+	int d = 0, rc;
+	if (!o.model_file)
+		return tk_fail(ctx, TK_EINVAL, "report importance needs --model-file FILE");
+	if ((rc = cm_read(o.model_file, &meta, &m)))
+		return tk_fail(ctx, rc == TK_ECORRUPT ? TK_EINVAL : rc, NULL);
+	if ((rc = cm_importance(m, &d, &gain))) {
+		cm_free(m);
+		return tk_fail(ctx, rc, NULL);
+	}
+	const char *feat = mf_get(&meta, "feature");
+	int hidden = feat && !strcmp(feat, "hidden");
+	if (hidden && o.task) {
+		tk_target tg;
+		int hd = 0;
+		if ((rc = tk_target_parse(ctx->common.target, &tg)) ||
+		    (rc = ms_task_open_target(o.task, &tg, 0, &mt)) || (rc = ms_hidden_length(mt, &hd)) ||
+		    (hd != d && (rc = tk_seterr(TK_EINVAL, "%s: %d hidden features on %s, the model"
+		                                " has %d", o.task, hd, tg.spec, d)))) {
+			ms_task_free(mt);
+			cm_free(m);
+			free(gain);
+			return tk_fail(ctx, rc == TK_EUNSUPP ? TK_EINVAL : rc, NULL);
+		}
+	}
+	imp_row *r = malloc(sizeof *r * (size_t)(d > 0 ? d : 1));
+	table *t = table_new(ArraySize(hdr), hdr);
+	if (!r || !t) {
+		rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+	} else {
+		for (int i = 0; i < d; i++) {
+			r[i] = (imp_row){ i, gain[i] };
+			total += gain[i];
+		}
+		qsort(r, (size_t)d, sizeof *r, by_gain);
+		for (int k = 0; k < d; k++) {
+			char c[4][64];
+			const char *cells[5] = { c[0], c[1], c[2], c[3], NULL };
+			char share[32];
+			snprintf(c[0], 64, "%d", k + 1);
+			snprintf(c[1], 64, "%d", r[k].i);
+			if (mt)
+				ms_hidden_name(mt, r[k].i, c[2], 64);
+			else
+				snprintf(c[2], 64, "%s[%d]", feat ? feat : "f", r[k].i);
+			snprintf(c[3], 64, "%.6g", r[k].gain);
+			snprintf(share, sizeof share, "%.4f", total > 0 ? r[k].gain / total : 0);
+			cells[4] = share;
+			table_row(t, cells);
+		}
+		rc = table_print(t, stdout, fmt);
+		t = NULL;
+	}
+	if (t)
+		table_free(t);
+	free(r);
+	free(gain);
+	ms_task_free(mt);
+	cm_free(m);
+	return rc;
+}
+
 /* ---- dispatch ----------------------------------------------------------------- */
 
-enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL, R_CHECK };
-static const char *const aReport[] = { "best", "runs", "curve", "compare", "model", "check" };
+enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL, R_CHECK, R_INVALID, R_IMPORTANCE };
+static const char *const aReport[] = { "best", "runs", "curve", "compare", "model", "check",
+                                       "invalid", "importance" };
 
 /* Refuse options that the chosen report does not use. */
 static int check_options(tk_ctx *ctx, int r)
@@ -795,14 +973,18 @@ static int check_options(tk_ctx *ctx, int r)
 	const char *bad = NULL;
 	if (o.hardware && (r == R_CURVE || r == R_COMPARE))
 		bad = "--hardware";
-	else if (o.run.n && r != R_CURVE && r != R_COMPARE)
+	else if (o.run.n && r != R_CURVE && r != R_COMPARE && r != R_INVALID)
 		bad = "--run";
 	else if (o.network && r != R_CURVE && r != R_COMPARE)
 		bad = "--network";
-	else if (o.task && r != R_CURVE)
+	else if (o.task && r != R_CURVE && r != R_IMPORTANCE)
 		bad = "--task";
-	else if (o.plot && r != R_CURVE)
+	else if (o.plot && r != R_CURVE && r != R_INVALID)
 		bad = "--plot";
+	else if (o.batch && r != R_INVALID)
+		bad = "--batch";
+	else if (o.model_file && r != R_IMPORTANCE)
+		bad = "--model-file";
 	else if (o.x && r != R_CURVE)
 		bad = "--x";
 	else if (o.log && r != R_CURVE)
@@ -832,12 +1014,14 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
 	if (argc != 1)
 		return tk_fail(ctx, TK_EINVAL,
-		               "expected one report: best, runs, curve, compare, model or check");
+		               "expected one report: best, runs, curve, compare, model, check, invalid or"
+		               " importance");
 	for (r = 0; r < ArraySize(aReport) && strcmp(argv[0], aReport[r]); r++)
 		;
 	if (r == ArraySize(aReport))
 		return tk_fail(ctx, TK_EINVAL,
-		               "unknown report '%s' (best, runs, curve, compare, model, check)", argv[0]);
+		               "unknown report '%s' (best, runs, curve, compare, model, check, invalid,"
+		               " importance)", argv[0]);
 	if (junit && r != R_CHECK)
 		return tk_fail(ctx, TK_EINVAL, "--format junit applies to report check");
 	if ((rc = check_options(ctx, r)) || (rc = tk_ctx_store(ctx, &st)))
@@ -848,6 +1032,8 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	case R_CURVE: return report_curve(ctx, fmt);
 	case R_COMPARE: return report_compare(ctx, fmt);
 	case R_CHECK: return report_check(ctx, fmt, junit);
+	case R_INVALID: return report_invalid(ctx, fmt);
+	case R_IMPORTANCE: return report_importance(ctx, fmt);
 	}
 	return report_model(ctx, fmt);
 }

@@ -18,7 +18,7 @@
 #include "train/train.h"
 
 static const char *const usage[] = {
-	"tunekit train [--model NAME] [--objective rank|reg] [--feature itervar|knob|curve|tlp|graph]\n"
+	"tunekit train [--model NAME] [--objective rank|reg|validity] [--feature itervar|knob|curve|tlp|graph|hidden]\n"
 	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
 	"              [--aux-hw ID... [--target-fraction F]] [--rounds N] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
@@ -32,7 +32,9 @@ static const char *const usage[] = {
 	"predicts for the target; --target-fraction keeps only that share of the target's\n"
 	"training records. Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
 	"target's training records and holdout (a table on a terminal, TSV otherwise),\n"
-	"writes the model file and adds the model to the store.",
+	"writes the model file and adds the model to the store. --objective validity\n"
+	"trains ML2Tuner's model V instead: a classifier of valid against invalid\n"
+	"records (accuracy, precision, recall and AUC), whose file says label=validity.",
 };
 
 static struct {
@@ -44,8 +46,8 @@ static struct {
 
 static const opt options[] = {
 	{ OPT_STRING, "model", 0, &o.model, "NAME", "cost model (default xgb; see 'tunekit help models')" },
-	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default) or reg (squared error)" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp or graph" },
+	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default), reg (squared error) or validity (classifier)" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp, graph or hidden" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "train on the records of this hardware id" },
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
@@ -223,10 +225,19 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		cm_names(names, sizeof names, 0, 1);
 		return tk_fail(ctx, TK_EINVAL, "model %s has nothing to train (%s)", kind->name, names);
 	}
-	if (strcmp(o.objective, "rank") && strcmp(o.objective, "reg"))
-		return tk_fail(ctx, TK_EINVAL, "unknown objective '%s' (rank or reg)", o.objective);
+	if (strcmp(o.objective, "rank") && strcmp(o.objective, "reg") &&
+	    strcmp(o.objective, "validity"))
+		return tk_fail(ctx, TK_EINVAL, "unknown objective '%s' (rank, reg or validity)",
+		               o.objective);
+	if (!strcmp(o.objective, "validity") && !(kind->flags & CM_CLASSIFY)) {
+		char names[128];
+		cm_names(names, sizeof names, CM_CLASSIFY, 1);
+		return tk_fail(ctx, TK_EINVAL, "model %s cannot be a validity classifier (%s)",
+		               kind->name, names);
+	}
 	if ((feat = feat_kind_parse(o.feature)) < 0)
-		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp or graph)",
+		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp, graph or"
+		               " hidden)",
 		               o.feature);
 	if (!(kind->features & 1u << feat))
 		return tk_fail(ctx, TK_EINVAL, "model %s does not take %s features", kind->name,
@@ -296,6 +307,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	cm_params p;
 	cm_params_default(&p);
 	p.rank = strcmp(o.objective, "reg") != 0;
+	p.validity = !strcmp(o.objective, "validity");
 	p.seed = (uint64_t)ctx->common.seed;
 	p.rounds = (int)o.rounds;
 	p.seq_e = feat_seq_width(feat);
@@ -325,14 +337,20 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	int fmt = format_parse(o.format);
 	if (fmt == FMT_AUTO)
 		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
-	table *tb = metrics_table_new();
+	table *tb = p.validity ? class_table_new() : metrics_table_new();
 	if (!tb) {
 		status = tk_fail(ctx, TK_ENOMEM, "out of memory");
 		goto out;
 	}
-	metrics_row(tb, fmt, "train", &f.mtrain);
-	if (f.hold.n > 0)
-		metrics_row(tb, fmt, "holdout", &f.mhold);
+	if (p.validity) {
+		class_row(tb, fmt, "train", &f.ctrain);
+		if (f.hold.n > 0)
+			class_row(tb, fmt, "holdout", &f.chold);
+	} else {
+		metrics_row(tb, fmt, "train", &f.mtrain);
+		if (f.hold.n > 0)
+			metrics_row(tb, fmt, "holdout", &f.mhold);
+	}
 	status = table_print(tb, stdout, fmt);
 	if (!ctx->common.quiet) {
 		mf_meta mm;

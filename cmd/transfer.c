@@ -153,7 +153,7 @@ static int measure_target(tk_ctx *ctx, tk_store *st, measured *m, int64_t *hw)
 	tn_hooks h = { m, on_progress, on_records, &tk_interrupted };
 	rc = tn_tune(st, &in, &tg, o.task.n, (char *const *)o.task.v, NULL, &t, ctx->cmdline, 0, &h, &res);
 	progress_end(ctx);
-	if (!rc && !(rc = tr_extract_new(st, feat, 256, &ex)))
+	if (!rc && !(rc = tr_extract_new(st, feat, 256, &tg, &t.ms, t.seed, &ex)))
 		rc = tr_extract_run(ex, 0, m->id, m->n, &tk_interrupted, NULL, NULL);
 	if (rc) {
 		status = tk_fail(ctx, rc, NULL);

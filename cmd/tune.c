@@ -11,6 +11,7 @@
 #include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
+#include "train/train.h"
 #include "tune/tune.h"
 
 static const char *const usage[] = {
@@ -147,20 +148,12 @@ static int apply(tk_ctx *ctx, tn_opts *t, int resuming)
 static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 {
 	mf_meta meta;
-	int rc = cm_read(t->model_file, &meta, &in->model), feat;
+	int rc = cm_read(t->model_file, &meta, &in->model), feat, len;
 	if (rc) /* a file that is not a model is bad input, not a corrupt store */
 		return tk_fail(ctx, rc == TK_ECORRUPT ? TK_EINVAL : rc, NULL);
 	const char *kind = mf_get(&meta, "kind"), *fname = mf_get(&meta, "feature");
-	const char *fver = mf_get(&meta, "feature_version"), *flen = mf_get(&meta, "feature_length");
-	int64_t v, len;
-	if (!fname || (feat = feat_kind_parse(fname)) < 0 || !fver || tk_parse_i64(fver, &v) ||
-	    !flen || tk_parse_i64(flen, &len) || len < 1 || len > 1 << 20)
-		return tk_fail(ctx, TK_EINVAL, "%s: no feature kind, version and length this"
-		               " tunekit knows", t->model_file);
-	if (v != feat_version(feat))
-		return tk_fail(ctx, TK_EINVAL, "%s: trained on %s features version %lld; this tunekit"
-		               " extracts version %d (train it again)", t->model_file, fname,
-		               (long long)v, feat_version(feat));
+	if ((rc = tr_model_features(t->model_file, &meta, &feat, &len)))
+		return tk_fail(ctx, rc, NULL);
 	for (int i = 0; i < tn_noptdesc; i++) {
 		const char *key = tn_optdescs[i].key, *want = !strcmp(key, "model") ? kind
 		                                             : !strcmp(key, "feature") ? fname : NULL;
@@ -173,7 +166,7 @@ static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 		               " a %s model (give it with --model-file)", t->model_file, kind);
 	snprintf(t->model, sizeof t->model, "%s", kind);
 	snprintf(t->feature, sizeof t->feature, "%s", fname);
-	in->model_d = (int)len;
+	in->model_d = len;
 	return EXIT_OK;
 }
 
@@ -277,6 +270,10 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	if (!status && t.transfer_from[0] &&
 	    (rc = store_open(t.transfer_from, STORE_READONLY, &in.history)))
 		status = tk_fail(ctx, rc, NULL);
+	const cm_kind *mk = cm_find(t.model);
+	if (!status && t.replay[0] && mk && (mk->flags & CM_HIDDEN) && !ctx->common.quiet)
+		fprintf(stderr, "%s: replayed measurements have no hidden features: model A is P\n",
+		        ctx->prog);
 	if (!status) {
 		tune_ui ui = { ctx, 0 };
 		tn_hooks h = { &ui, on_progress, on_records, &tk_interrupted };

@@ -73,9 +73,9 @@ test_expect_success 'train and tune take tlp features where the model does' '
 	test_expect_code 2 tunekit train --model rfei --feature tlp --out x.model 2>err &&
 	grep -q "model rfei does not take tlp features" err &&
 	test_expect_code 2 tunekit train --feature bogus 2>err &&
-	grep -q "unknown feature kind .bogus. (itervar, knob, curve, tlp or graph)" err &&
+	grep -q "unknown feature kind .bogus. (itervar, knob, curve, tlp, graph or hidden)" err &&
 	test_expect_code 2 tunekit tune --task $DENSE --trials 1 --feature bogus 2>err &&
-	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph)" err
+	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph, hidden)" err
 '
 
 test_expect_success '--hardware selects the configurations measured there' '
@@ -167,7 +167,7 @@ test_expect_success 'streams without ids, unknown ids and bad options exit 2' '
 	printf "id\ttask\nx\t%s\n" $DENSE >badid &&
 	test_expect_code 2 tunekit extract-features - <badid 2>err &&
 	test_expect_code 2 tunekit extract-features --kind bogus 2>err &&
-	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph)" err &&
+	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph, hidden)" err &&
 	test_expect_code 2 tunekit extract-features --batch 0 2>err &&
 	test_expect_code 2 tunekit extract-features foo 2>err &&
 	test_expect_code 2 tunekit extract-features - - </dev/null 2>err

@@ -144,9 +144,9 @@ test_expect_success 'the hardware with the most records is chosen, and said so' 
 test_expect_success 'bad options exit 2 and add no model' '
 	before=$(sql "SELECT COUNT(*) FROM model") &&
 	test_expect_code 2 tunekit train --model gbdt 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown model .gbdt. (xgb, rfei, tlp, mtl-tlp, meta, none)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .gbdt. (xgb, rfei, tlp, mtl-tlp, meta, ml2, none)$" err &&
 	test_expect_code 2 tunekit train --model none 2>err &&
-	grep -q "model none has nothing to train (xgb, rfei, tlp, mtl-tlp, meta)" err &&
+	grep -q "model none has nothing to train (xgb, rfei, tlp, mtl-tlp, meta, ml2)" err &&
 	test_expect_code 2 tunekit train --objective lambdarank 2>err && grep -q "unknown objective" err &&
 	test_expect_code 2 tunekit train --feature pixels 2>err && grep -q "unknown feature kind" err &&
 	test_expect_code 2 tunekit train --feature knob --holdout 1.5 2>err &&

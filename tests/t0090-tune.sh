@@ -240,12 +240,13 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 test_expect_success 'help models and help searches print the tables' '
 	tunekit help models >hm &&
 	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer adapts summary" &&
-	grep -q "^xgb  *knob,itervar,curve,tlp  *no  *yes  *xgb-warm " hm &&
+	grep -q "^xgb  *knob,itervar,curve,tlp,hidden  *no  *yes  *xgb-warm " hm &&
 	grep -q "^rfei  *knob,itervar,curve  *yes  *no  *- " hm &&
 	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
 	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
 	grep -q "^meta  *graph  *yes  *no  *- " hm &&
-	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 7 &&
+	grep -q "^ml2  *knob,itervar,curve,tlp  *no  *no  *- " hm &&
+	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 8 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
 	grep -q "^bo  *model+uncertainty " hs &&
@@ -255,7 +256,7 @@ test_expect_success 'help models and help searches print the tables' '
 
 test_expect_success 'bad options exit 2' '
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model svm 2>err &&
-	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, tlp, mtl-tlp, meta, none)$" err &&
+	test $(wc -l <err) -eq 1 && grep -q "unknown model .svm. (xgb, rfei, tlp, mtl-tlp, meta, ml2, none)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --search bogus 2>err &&
 	test $(wc -l <err) -eq 1 && grep -q "unknown search .bogus. (sa, csa, bo, random, grid)$" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model none --search csa 2>err &&

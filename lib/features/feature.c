@@ -128,6 +128,28 @@ static int graph_length(const sp_space *sp)
 	return FEAT_GRAPH_LEN;
 }
 
+/* hidden: the length of a template space's vectors; a space without a
+ * program (imported, or a simulated accelerator's) has its target's */
+static int hidden_length(const sp_space *sp)
+{
+	return sp->prog ? feat_hidden_length(sp) : 0;
+}
+
+static int hidden_check(const sp_space *sp)
+{
+	if (!sp->prog)
+		return tk_seterr(TK_EUNSUPP, "hidden features of a space without a program come from"
+		                 " its target (a simulated accelerator's compiler statistics)");
+	return TK_OK;
+}
+
+static int hidden_extract(const sp_space *sp, const sp_config *c, float *out, int *valid)
+{
+	(void)sp, (void)c, (void)out, (void)valid;
+	return tk_seterr(TK_EUNSUPP, "hidden features come from compiling the configuration"
+	                 " (extract-features --kind hidden, or the ml2 tuner)");
+}
+
 /* One row per kind, in FEAT_* order. extract writes all length(sp) values
  * and sets *valid; a kind that needs_prog is only called with a program. */
 static const struct feat_row {
@@ -146,6 +168,7 @@ static const struct feat_row {
 	{ "curve", 1, 1, curve_length, feat_curve, NULL },
 	{ "tlp", 1, 1, tlp_length, feat_tlp, NULL },
 	{ "graph", 1, 1, graph_length, feat_graph, feat_graph_check },
+	{ "hidden", 1, 0, hidden_length, hidden_extract, hidden_check },
 };
 
 /* ---- entry points -------------------------------------------------------------- */

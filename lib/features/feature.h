@@ -26,6 +26,15 @@
  *            operator the super-graph covers. The layout is at the top of
  *            graph.c.
  *
+ *   hidden   ML2Tuner's hidden features: what compiling the configuration
+ *            decided. On the CPU, tile and tail sizes, padded extents and
+ *            inner trip counts of the lowered nest, and the compiler's own
+ *            facts (stack frame, code size, loops vectorised), layout at
+ *            the top of hidden.c; on a simulated accelerator the device
+ *            compiler's statistics (lib/vta). They need a compile, so
+ *            feat_extract refuses them: lib/measure (ms_hidden) computes
+ *            them, with feat_hidden_cpu below for the CPU.
+ *
  * The length of a kind is fixed for a space (records of one task line up),
  * and every kind has a version stored beside the values so changing a
  * definition never mixes old and new vectors.
@@ -33,11 +42,12 @@
 #ifndef TK_FEATURE_H
 #define TK_FEATURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "space/space.h"
 
-enum { FEAT_KNOB, FEAT_ITERVAR, FEAT_CURVE, FEAT_TLP, FEAT_GRAPH, FEAT_NKIND };
+enum { FEAT_KNOB, FEAT_ITERVAR, FEAT_CURVE, FEAT_TLP, FEAT_GRAPH, FEAT_HIDDEN, FEAT_NKIND };
 
 /* The shape of tlp vectors, the same for every task: an L x E matrix
  * flattened row-major (row i at out[i*E .. i*E+E)), row i the i-th
@@ -67,7 +77,7 @@ enum { FEAT_KNOB, FEAT_ITERVAR, FEAT_CURVE, FEAT_TLP, FEAT_GRAPH, FEAT_NKIND };
  * refuses vectors of another template. */
 uint64_t feat_graph_template(void);
 
-const char *feat_kind_name(int kind);   /* "knob", "itervar", "curve", "tlp", "graph" */
+const char *feat_kind_name(int kind);   /* "knob", "itervar", "curve", "tlp", "graph", "hidden" */
 int feat_kind_parse(const char *name);  /* -1 if unknown */
 int feat_version(int kind);             /* bumped whenever a definition changes */
 /* Floats per position of a kind whose vectors are sequences (tlp:
@@ -87,5 +97,34 @@ int feat_length(int kind, const sp_space *sp, int *n);
  * and *valid = 0 (valid may be NULL). TK_ENOMEM on allocation
  * failure, TK_EUNSUPP as for feat_length. */
 int feat_extract(int kind, const sp_space *sp, const sp_config *c, float *out, int *valid);
+
+/* ---- hidden features of the CPU (hidden.c) ---- */
+
+#define FEAT_HIDDEN_TILE 5    /* values per split knob */
+#define FEAT_HIDDEN_NEST 5    /* values of the lowered nest */
+#define FEAT_HIDDEN_CC 6      /* compiler facts */
+
+/* What compiling a kernel reported (lib/measure fills it). */
+typedef struct feat_cc {
+	double stack_bytes;   /* largest stack frame of a function (-fstack-usage) */
+	int dynamic_stack;    /* functions whose frame is dynamic */
+	double text_bytes;    /* executable sections of the object */
+	double object_bytes;  /* the object file */
+	int vectorized;       /* loops the compiler vectorised (-fopt-info-vec) */
+	int missed;           /* loops it reported it could not vectorise */
+} feat_cc;
+
+/* Length of hidden vectors of a template space sp (the same for every
+ * configuration of it). */
+int feat_hidden_length(const sp_space *sp);
+/* Hidden features of configuration c of sp into out[feat_hidden_length],
+ * the compiler facts from cc (NULL: left zero, for a kernel that was not
+ * compiled). TK_OK, with *valid 0 and zeros when c cannot be lowered;
+ * TK_EUNSUPP for a space without a program; TK_ENOMEM. */
+int feat_hidden_cpu(const sp_space *sp, const sp_config *c, const feat_cc *cc, float *out,
+                    int *valid);
+/* The name of value i of sp's hidden vectors ("tile_i.tail",
+ * "cc_stack_bytes") into buf (always terminated). */
+void feat_hidden_name(const sp_space *sp, int i, char *buf, size_t size);
 
 #endif

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp, cm_meta;
+extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp, cm_meta, cm_ml2;
 
 /* The model-free choice: no operations. */
 static const cm_kind cm_none = {
@@ -18,7 +18,8 @@ static const cm_kind cm_none = {
 	.summary = "no model: sa anneals on the measured throughput itself",
 };
 
-const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_meta, &cm_none };
+const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_meta, &cm_ml2,
+                                     &cm_none };
 const int cm_nkinds = ArraySize(cm_kinds);
 
 struct cm_model {
@@ -88,6 +89,12 @@ int cm_fit(const cm_kind *k, const cm_params *p, const cm_data *train, const cm_
 	*out = NULL;
 	if (!cm_is_model(k))
 		return tk_seterr(TK_EINVAL, "model %s has nothing to fit", k ? k->name : "(none)");
+	if (p->validity && !(k->flags & CM_CLASSIFY)) {
+		char names[128];
+		cm_names(names, sizeof names, CM_CLASSIFY, 1);
+		return tk_seterr(TK_EINVAL, "model %s cannot be a validity classifier (%s)", k->name,
+		                 names);
+	}
 	for (int i = 0; train->head && !(k->flags & CM_MULTIHEAD) && i < train->n; i++)
 		if (train->head[i])
 			return tk_seterr(TK_EINVAL, "model %s has one head: rows of other hardware"
@@ -113,6 +120,30 @@ int cm_update(cm_model *m, const cm_params *p, const cm_data *all)
 int cm_predict(cm_model *m, const float *x, int n, int d, const float *margin, float *out)
 {
 	return m->kind->predict(m->state, x, n, d, margin, out);
+}
+
+int cm_screen(cm_model *m, const float *x, int n, int d, float *out)
+{
+	if (!m->kind->screen)
+		return tk_seterr(TK_EINVAL, "model %s has no validity screen", m->kind->name);
+	return m->kind->screen(m->state, x, n, d, out);
+}
+
+int cm_pick(cm_model *m, const float *x, int n, int d, const float *xh, int dh, float *out)
+{
+	if (!m->kind->pick)
+		return tk_seterr(TK_EINVAL, "model %s does not read hidden features", m->kind->name);
+	assert(dh >= 0 && (dh == 0 || xh));
+	return m->kind->pick(m->state, x, n, d, xh, dh, out);
+}
+
+int cm_importance(cm_model *m, int *d, double **gain)
+{
+	*gain = NULL;
+	*d = 0;
+	if (!m->kind->importance)
+		return tk_seterr(TK_EINVAL, "model %s has no feature importance", m->kind->name);
+	return m->kind->importance(m->state, d, gain);
 }
 
 int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd)

@@ -35,10 +35,19 @@ enum {
 	CM_FINETUNE = 1 << 5,    /* a trained model is a starting point: the tuner
 	                            gives each task its own copy of a model file
 	                            and updates it on the task's records */
+	CM_CLASSIFY = 1 << 6,    /* can fit a validity classifier (cm_params.validity) */
+	CM_HIDDEN = 1 << 7,      /* ML2Tuner's explorer: learns from hidden features
+	                            (cm_data.xh) besides the visible ones and selects
+	                            through the kind's screen and pick operations */
 };
 
 typedef struct cm_params {
 	int rank;                /* 1: pairwise ranking (if CM_RANK), 0: squared error */
+	int validity;            /* 1 (CM_CLASSIFY only): a binary classifier of
+	                            validity (ML2Tuner's model V): a row is valid
+	                            when its label y > 0, the model predicts the
+	                            probability of valid (logistic); rank is
+	                            then ignored */
 	uint64_t seed;
 	int rounds;              /* boosting rounds at most; 0: the model's default */
 	int early_stop;          /* stop after this many rounds without improvement
@@ -66,6 +75,9 @@ typedef struct cm_data {
 	const int *head;         /* (N) multi-head models (CM_MULTIHEAD): the head
 	                            (hardware) of each row's label, 0 the target
 	                            the model predicts for; NULL: all 0 */
+	int dh;                  /* hidden features per row (CM_HIDDEN), 0: none */
+	const float *xh;         /* (N, DH) what compiling each row's configuration
+	                            decided (features of kind hidden), or NULL */
 } cm_data;
 
 /* Ways a trained model adapts to new hardware from the new hardware's
@@ -122,6 +134,17 @@ typedef struct cm_kind {
 	unsigned adapts;
 	int (*adapt)(void *state, const cm_params *p, const cm_adapt_opts *a, const cm_data *target,
 	             cm_adapt_info *info);
+	/* CM_HIDDEN only (else NULL). screen: the probability that each of n
+	 * rows (visible features) is valid, into out[n] (model V; 1 before
+	 * any invalid row was seen). pick: scores of n rows from visible and
+	 * hidden features (model A; xh may be NULL when no hidden features
+	 * exist, then the visible model's scores) into out[n]. */
+	int (*screen)(void *state, const float *x, int n, int d, float *out);
+	int (*pick)(void *state, const float *x, int n, int d, const float *xh, int dh, float *out);
+	/* The importance of each feature the model reads (XGBoost's total
+	 * gain; ml2: A's, visible then hidden, or P's without A): *gain a
+	 * malloc'd array of *d values. NULL for kinds without one. */
+	int (*importance)(void *state, int *d, double **gain);
 	/* Add the kind's own meta keys (objective, rounds, ...); may be NULL. */
 	int (*describe)(void *state, mf_meta *m);
 	void (*free)(void *state);
@@ -153,6 +176,15 @@ int cm_fit(const cm_kind *k, const cm_params *p, const cm_data *train, const cm_
 int cm_update(cm_model *m, const cm_params *p, const cm_data *all);
 /* Predictions of n rows of d features (margin may be NULL) into out[n]. */
 int cm_predict(cm_model *m, const float *x, int n, int d, const float *margin, float *out);
+/* ML2Tuner's stages (kinds with CM_HIDDEN): the probability of valid of n
+ * rows, and the final scores of n rows from visible and hidden features
+ * (xh NULL: none known). TK_EINVAL for a kind without them. */
+int cm_screen(cm_model *m, const float *x, int n, int d, float *out);
+int cm_pick(cm_model *m, const float *x, int n, int d, const float *xh, int dh, float *out);
+/* The importance of each feature (the kind's importance operation): *gain
+ * a malloc'd array of *d values, the caller frees. TK_EINVAL for a kind
+ * without one. */
+int cm_importance(cm_model *m, int *d, double **gain);
 /* Mean and deviation; TK_EINVAL for a model without uncertainty. */
 int cm_predict_dist(cm_model *m, const float *x, int n, int d, float *mu, float *sd);
 /* Adapt m to the rows of target (labels normalised per group, rows of a

@@ -34,22 +34,53 @@ static int xnew(xstate **out)
 	return *out ? TK_OK : tk_seterr(TK_ENOMEM, "out of memory");
 }
 
+/* Labels y > 0 as 1 (valid), else 0, for the validity classifier; a
+ * malloc'd copy or NULL (out of memory). */
+static float *valid_labels(const float *y, int n)
+{
+	float *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+	for (int i = 0; v && i < n; i++)
+		v[i] = y[i] > 0 ? 1.0f : 0.0f;
+	return v;
+}
+
+static const char *objective_of(const cm_params *p)
+{
+	return p->validity ? "binary:logistic" : p->rank ? "rank:pairwise" : "reg:squarederror";
+}
+
 static int xfit(const cm_params *p, const cm_data *tr, const cm_data *va, void **state)
 {
 	xgb_params xp;
 	xstate *x;
+	float *ty = NULL, *vy = NULL;
 	int rc;
 	*state = NULL;
 	if ((rc = xnew(&x)))
 		return rc;
-	xgb_params_set(&xp, p->rank ? "rank:pairwise" : "reg:squarederror", p->seed, p->nthread,
-	               p->tree_method, p->rounds, p->early_stop);
+	xgb_params_set(&xp, objective_of(p), p->seed, p->nthread, p->tree_method, p->rounds,
+	               p->early_stop);
 	xgb_data t = { tr->n, tr->d, tr->x, tr->y, tr->ngroup, tr->group, tr->margin };
 	xgb_data v = t;
 	if (va)
 		v = (xgb_data){ va->n, va->d, va->x, va->y, va->ngroup, va->group, va->margin };
+	if (p->validity) {
+		/* a classifier: labels 0 or 1, no groups */
+		if (!(ty = valid_labels(tr->y, tr->n)) || !(vy = valid_labels(v.y, v.n))) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			goto done;
+		}
+		t.y = ty;
+		v.y = vy;
+		t.ngroup = v.ngroup = 0;
+		t.group = v.group = NULL;
+	}
 	x->objective = xp.objective;
-	if ((rc = xgb_train(&xp, &t, xp.early_stop ? &v : NULL, &x->bst))) {
+	rc = xgb_train(&xp, &t, xp.early_stop ? &v : NULL, &x->bst);
+done:
+	free(ty);
+	free(vy);
+	if (rc) {
 		xfree(x);
 		return rc;
 	}
@@ -104,6 +135,11 @@ static int xload(const void *buf, size_t len, void **state)
 	return TK_OK;
 }
 
+static int ximportance(void *s, int *d, double **gain)
+{
+	return xgb_importance(((xstate *)s)->bst, d, gain);
+}
+
 static int xdescribe(void *s, mf_meta *m)
 {
 	xstate *x = s;
@@ -118,14 +154,16 @@ static int xdescribe(void *s, mf_meta *m)
 const cm_kind cm_xgb = {
 	.name = "xgb",
 	.summary = "XGBoost, AutoTVM's settings; takes a base model (transfer)",
-	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
-	.flags = CM_TRANSFER | CM_RANK,
+	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP |
+	            1u << FEAT_HIDDEN,
+	.flags = CM_TRANSFER | CM_RANK | CM_CLASSIFY,
 	.fit = xfit,
 	.predict = xpredict,
 	.adapts = CM_ADAPT_BOOST,
 	.adapt = xadapt,
 	.save = xsave,
 	.load = xload,
+	.importance = ximportance,
 	.describe = xdescribe,
 	.free = xfree,
 };

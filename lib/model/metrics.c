@@ -207,3 +207,60 @@ int cm_metrics_compute(int n, const int64_t *task, const float *y, const double 
 	free(a);
 	return TK_OK;
 }
+
+/* ---- the validity classifier ------------------------------------------------ */
+
+typedef struct score_item {
+	float p;
+	int pos;
+} score_item;
+
+static int by_score(const void *a, const void *b)
+{
+	const score_item *x = a, *y = b;
+	return (x->p > y->p) - (x->p < y->p);
+}
+
+int cm_metrics_classify(int n, const float *y, const float *p, cm_class_metrics *out)
+{
+	int tp = 0, fp = 0, fn = 0, tn = 0;
+	out->n = n;
+	out->valid = 0;
+	out->accuracy = out->precision = out->recall = out->auc = NAN;
+	if (n <= 0)
+		return TK_OK;
+	for (int i = 0; i < n; i++) {
+		int pos = y[i] > 0, said = p[i] >= 0.5f;
+		tp += pos && said;
+		fp += !pos && said;
+		fn += pos && !said;
+		tn += !pos && !said;
+	}
+	out->valid = tp + fn;
+	out->accuracy = (double)(tp + tn) / n;
+	if (tp + fp > 0)
+		out->precision = (double)tp / (tp + fp);
+	if (tp + fn > 0)
+		out->recall = (double)tp / (tp + fn);
+	if (out->valid == 0 || out->valid == n)
+		return TK_OK;
+	/* AUC by the rank-sum (Mann-Whitney U), tied scores sharing their mean rank */
+	score_item *s = malloc(sizeof *s * (size_t)n);
+	if (!s)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		s[i] = (score_item){ p[i], y[i] > 0 };
+	qsort(s, (size_t)n, sizeof *s, by_score);
+	double ranks = 0;
+	for (int i = 0; i < n;) {
+		int j = i, npos = 0;
+		while (j < n && s[j].p == s[i].p)
+			npos += s[j++].pos;
+		ranks += npos * ((i + 1 + j) / 2.0); /* mean of ranks i+1 .. j */
+		i = j;
+	}
+	double np = out->valid, nn = n - out->valid;
+	out->auc = (ranks - np * (np + 1) / 2) / (np * nn);
+	free(s);
+	return TK_OK;
+}

@@ -27,4 +27,21 @@ typedef struct cm_metrics {
 int cm_metrics_compute(int n, const int64_t *task, const float *y, const double *lat,
                        const float *p, const double *weight, cm_metrics *out);
 
+/* How good a validity classifier (ML2Tuner's model V) is: rows with
+ * y > 0 are valid (positive), p is the predicted probability of valid,
+ * a row predicted valid when p >= 0.5. A measure with nothing to count
+ * is NaN (precision with no row predicted valid, recall with no valid
+ * row, auc without both classes). */
+typedef struct cm_class_metrics {
+	int n, valid;     /* rows, valid rows */
+	double accuracy;  /* share of rows classified right */
+	double precision; /* of the rows predicted valid, the share valid */
+	double recall;    /* of the valid rows, the share predicted valid */
+	double auc;       /* area under the ROC curve: the chance that a valid
+	                     row scores above an invalid one (ties count 1/2) */
+} cm_class_metrics;
+
+/* Compute them over n rows. TK_ENOMEM or TK_OK. */
+int cm_metrics_classify(int n, const float *y, const float *p, cm_class_metrics *out);
+
 #endif

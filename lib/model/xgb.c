@@ -453,3 +453,27 @@ void xgb_free(xgb_model *m)
 	XGBoosterFree(m->h);
 	free(m);
 }
+
+int xgb_importance(xgb_model *m, int *d, double **gain)
+{
+	bst_ulong nf = 0, dim = 0;
+	const char **names = NULL;
+	const bst_ulong *shape = NULL;
+	const float *score = NULL;
+	*d = m->d;
+	if (!(*gain = calloc((size_t)(m->d > 0 ? m->d : 1), sizeof **gain)))
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	if (XGBoosterFeatureScore(m->h, "{\"importance_type\": \"total_gain\"}", &nf, &names, &dim,
+	                          &shape, &score)) {
+		free(*gain);
+		*gain = NULL;
+		return tk_seterr(TK_EIO, "xgboost: %s", XGBGetLastError());
+	}
+	/* features never split on are absent; the others are named f<index> */
+	for (bst_ulong i = 0; i < nf; i++) {
+		int k;
+		if (names[i] && sscanf(names[i], "f%d", &k) == 1 && k >= 0 && k < m->d)
+			(*gain)[k] = score[i];
+	}
+	return TK_OK;
+}

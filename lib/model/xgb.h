@@ -82,6 +82,11 @@ int xgb_predict_many(xgb_model *const *m, int nm, const float *x, int n, int d,
 int xgb_save(xgb_model *m, void **buf, size_t *len);
 /* Load what xgb_save() wrote; TK_ECORRUPT if libxgboost rejects it. */
 int xgb_load(const void *buf, size_t len, xgb_model **out);
+/* XGBoost's total gain of each feature (the gain of every split on it,
+ * summed over the trees): *gain a malloc'd array of *d values (the
+ * booster's feature length; 0 for a feature never split on). TK_ENOMEM,
+ * TK_EIO when libxgboost fails. */
+int xgb_importance(xgb_model *m, int *d, double **gain);
 /* Boosting rounds kept (after early stopping). */
 int xgb_rounds(const xgb_model *m);
 void xgb_free(xgb_model *m);

@@ -194,6 +194,23 @@ typedef struct rp_loss {
 int rp_loss_load(tk_store *s, int64_t run, rp_loss *out);
 void rp_loss_free(rp_loss *l);
 
+/* ---- invalid configurations per batch (invalid.c) ------------------------- */
+
+/* Batch k (1-based) of a run: its trials first .. first + trials - 1 of
+ * the run's measurements in trial order, and how many were invalid. */
+typedef struct rp_batch {
+	int batch, first, trials, invalid;
+	double share;          /* invalid / trials */
+} rp_batch;
+
+/* The batches of size trials of run r (the last may be short): *out a
+ * malloc'd array of *n. TK_EINVAL for size < 1, TK_ENOMEM. */
+int rp_invalid_batches(const rp_run *r, int size, rp_batch **out, int *n);
+/* Append to sb an SVG chart of the invalid share against the batch, one
+ * line per run aRun[i] with batches aBatch[i][0..aN[i]). TK_OK or TK_ENOMEM. */
+int rp_invalid_svg(tk_sb *sb, const int64_t *aRun, const rp_batch *const *aBatch, const int *aN,
+                   int nrun);
+
 /* ---- SVG charts ---------------------------------------------------------- */
 
 /* One line of a chart: points (x[i], y[i]), i < n, in increasing x. With

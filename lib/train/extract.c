@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "features/feature.h"
+#include "measure/hidden.h"
 #include "space/space.h"
 #include "store/store_features.h"
 #include "task/te.h"
@@ -21,6 +22,7 @@ typedef struct xt_task {
 	char *key;
 	te_prog *prog;
 	sp_space *sp;
+	ms_task *mt;         /* opened for the target (vta-sim, or hidden features) */
 	int len;             /* feature length for this task */
 	char *why;           /* set: the task's configurations are skipped for this reason */
 	int64_t nskip;
@@ -30,6 +32,10 @@ struct tr_extract {
 	tk_store *st;
 	int kind, version, batch;
 	const char *kname;
+	const tk_target *tg; /* NULL: template spaces of this CPU */
+	const ms_opts *mo;
+	uint64_t seed;
+	int on_target;       /* tasks are opened for tg (ms_task_open_target) */
 	int ntask, last;
 	xt_task *task;
 	float *v;            /* (vcap) one feature vector */
@@ -38,10 +44,11 @@ struct tr_extract {
 	tr_extract_stats s;
 };
 
-int tr_extract_new(tk_store *st, int kind, int batch, tr_extract **out)
+int tr_extract_new(tk_store *st, int kind, int batch, const tk_target *tg, const ms_opts *mo,
+                   uint64_t seed, tr_extract **out)
 {
 	*out = NULL;
-	if (!feat_kind_name(kind) || batch < 1)
+	if (!feat_kind_name(kind) || batch < 1 || (kind == FEAT_HIDDEN && (!tg || !mo)))
 		return tk_seterr(TK_EINVAL, "bad feature kind or batch");
 	tr_extract *x = calloc(1, sizeof *x);
 	if (!x)
@@ -51,6 +58,10 @@ int tr_extract_new(tk_store *st, int kind, int batch, tr_extract **out)
 	x->kname = feat_kind_name(kind);
 	x->version = feat_version(kind);
 	x->batch = batch;
+	x->tg = tg;
+	x->mo = mo;
+	x->seed = seed;
+	x->on_target = kind == FEAT_HIDDEN || (tg && tg->kind == TK_TARGET_VTA_SIM);
 	*out = x;
 	return TK_OK;
 }
@@ -64,6 +75,7 @@ void tr_extract_free(tr_extract *x)
 		free(x->task[i].why);
 		sp_space_free(x->task[i].sp);
 		te_prog_free(x->task[i].prog);
+		ms_task_free(x->task[i].mt);
 	}
 	free(x->task);
 	free(x->v);
@@ -93,10 +105,14 @@ static int task_open(tr_extract *x, xt_task *t, const char *space)
 	}
 	if (space)
 		rc = sp_space_from_json(space, &t->sp);
+	else if (x->on_target)
+		rc = ms_task_open_target(t->key, x->tg, x->seed, &t->mt);
 	else if (!(rc = te_task_parse(t->key, &t->prog)))
 		rc = sp_space_create(t->prog, &t->sp);
-	if (!rc)
-		rc = feat_length(x->kind, t->sp, &t->len);
+	if (!rc && t->mt && x->kind == FEAT_HIDDEN)
+		rc = ms_hidden_length(t->mt, &t->len);
+	else if (!rc)
+		rc = feat_length(x->kind, t->mt ? t->mt->space : t->sp, &t->len);
 	if (rc == TK_ENOMEM)
 		return rc;
 	if (rc) {
@@ -152,12 +168,17 @@ static int process(tr_extract *x, const store_fcfg *r)
 		x->s.nskip_task++;
 		return TK_OK;
 	}
-	if (sp_parse(t->sp, r->config, &c)) {
+	const sp_space *sp = t->mt ? t->mt->space : t->sp;
+	if (sp_parse(sp, r->config, &c)) {
 		if (!x->s.nskip_cfg++ && !(x->cfg_why = join("", tk_errmsg())))
 			return tk_seterr(TK_ENOMEM, "out of memory");
 		return TK_OK;
 	}
-	if ((rc = feat_extract(x->kind, t->sp, &c, x->v, &valid)))
+	if (x->kind == FEAT_HIDDEN)
+		rc = ms_hidden(t->mt, x->tg, x->mo, &c, 1, x->v, &valid);
+	else
+		rc = feat_extract(x->kind, sp, &c, x->v, &valid);
+	if (rc)
 		return rc;
 	if ((rc = store_feature_put(x->st, r->config_id, x->kname, x->version, x->v, t->len)))
 		return rc;

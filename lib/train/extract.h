@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "measure/measure.h"
 #include "store/store.h"
 
 typedef struct tr_extract tr_extract;
@@ -37,9 +38,15 @@ typedef struct tr_extract_stats {
 typedef void tr_extract_progress(void *ctx, int64_t done, int64_t total);
 
 /* A new extractor of feature kind (FEAT_*) into st, batch configurations
- * per transaction. TK_EINVAL for an unknown kind or a batch below 1,
+ * per transaction. Tasks are opened for target tg (NULL: this CPU's
+ * template spaces): on a vta-sim target a task's configurations are those
+ * of the accelerator. Hidden features (FEAT_HIDDEN) compile each kernel
+ * for tg with mo's compilers, limits and cache (ms_hidden); seed is that
+ * of the tasks' inputs. tg and mo must outlive x. TK_EINVAL for an
+ * unknown kind, a batch below 1 or hidden features without tg and mo,
  * TK_ENOMEM. */
-int tr_extract_new(tk_store *st, int kind, int batch, tr_extract **out);
+int tr_extract_new(tk_store *st, int kind, int batch, const tk_target *tg, const ms_opts *mo,
+                   uint64_t seed, tr_extract **out);
 void tr_extract_free(tr_extract *x); /* NULL is allowed */
 
 /* Extract the features of the configurations that lack them: with nid > 0

@@ -633,7 +633,7 @@ void tr_part_free(tr_part *pt)
 cm_data tr_part_data(const tr_part *pt)
 {
 	return (cm_data){ pt->n, pt->d, pt->x, pt->y, pt->ngroup, pt->group, NULL,
-	                  pt->nhead > 1 ? pt->head : NULL };
+	                  pt->nhead > 1 ? pt->head : NULL, 0, NULL };
 }
 
 int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out)
@@ -673,8 +673,12 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
 	double t0 = tk_now();
 	rc = cm_fit(k, &q, &dtr, f->hold.n > 0 ? &dho : NULL, &f->m);
 	f->seconds = tk_now() - t0;
+	f->validity = p->validity;
 	if (!rc && !(rc = tr_eval(f->m, &f->train0, &f->mtrain)))
 		rc = tr_eval(f->m, &f->hold, &f->mhold);
+	if (!rc && p->validity &&
+	    !(rc = cm_metrics_classify(f->train0.n, f->train0.y, f->train0.p, &f->ctrain)))
+		rc = cm_metrics_classify(f->hold.n, f->hold.y, f->hold.p, &f->chold);
 done:
 	free(y);
 	free(sel);
@@ -701,6 +705,22 @@ static int meta_metrics(mf_meta *mm, const char *prefix, const cm_metrics *m)
 		char key[32], val[32];
 		if (isnan(v[i]))
 			continue; /* nothing to measure on: no key */
+		snprintf(key, sizeof key, "%s_%s", prefix, names[i]);
+		snprintf(val, sizeof val, "%.6g", v[i]);
+		rc = mf_set(mm, key, val);
+	}
+	return rc;
+}
+
+static int meta_class(mf_meta *mm, const char *prefix, const cm_class_metrics *m)
+{
+	static const char *const names[] = { "accuracy", "precision", "recall", "auc" };
+	double v[] = { m->accuracy, m->precision, m->recall, m->auc };
+	int rc = TK_OK;
+	for (int i = 0; i < ArraySize(names) && !rc; i++) {
+		char key[32], val[32];
+		if (isnan(v[i]))
+			continue;
 		snprintf(key, sizeof key, "%s_%s", prefix, names[i]);
 		snprintf(val, sizeof val, "%.6g", v[i]);
 		rc = mf_set(mm, key, val);
@@ -771,10 +791,14 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 		rc = mf_set(&mm, "tree_method", p->tree_method);
 	for (int i = 0; extra && i < extra->n && !rc; i++)
 		rc = mf_set(&mm, extra->key[i], extra->val[i]);
+	if (!rc && f->validity)
+		rc = mf_set(&mm, "label", "validity");
 	if (!rc)
-		rc = meta_metrics(&mm, "holdout", &f->mhold);
+		rc = f->validity ? meta_class(&mm, "holdout", &f->chold)
+		                 : meta_metrics(&mm, "holdout", &f->mhold);
 	if (!rc)
-		rc = meta_metrics(&mm, "train", &f->mtrain);
+		rc = f->validity ? meta_class(&mm, "train", &f->ctrain)
+		                 : meta_metrics(&mm, "train", &f->mtrain);
 	if (!rc)
 		rc = tr_write_model(st, path, f->m, &mm, src->hw_id, model_id);
 	return rc;

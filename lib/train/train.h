@@ -155,6 +155,10 @@ typedef struct tr_fit {
 	int d;
 	cm_model *m;
 	cm_metrics mtrain, mhold;
+	int validity;            /* a validity classifier (cm_params.validity): */
+	cm_class_metrics ctrain, chold; /* its metrics (then those of mtrain and
+	                            mhold compare probabilities with throughputs
+	                            and are not written) */
 	double seconds;          /* of the fit */
 } tr_fit;
 
@@ -169,7 +173,8 @@ void tr_fit_free(tr_fit *f);
 /* Write the fitted model as a model file at path and into st's model table
  * (meta: the model's own keys, feature kind and length, hardware, rows,
  * seed, time, tree_method if any, and the metrics as train_* and
- * holdout_*). *model_id receives the store's id. */
+ * holdout_*; a validity classifier has label=validity and the
+ * classification metrics instead). *model_id receives the store's id. */
 int tr_save(tk_store *st, const char *path, const tr_fit *f, const tr_source *src, int feat,
             const cm_params *p, int64_t *model_id);
 /* The part of tr_save after the meta: model m with meta mm (every key, the
@@ -288,7 +293,8 @@ typedef struct tr_transfer {
 
 /* The feature kind (FEAT_*) and length *d that the header m of the model
  * file at path names; TK_EINVAL naming path if it names none this tunekit
- * knows or another version of the features than it extracts. */
+ * knows or another version of the features than it extracts, or if it is
+ * a validity model (label validity: it scores validity, not performance). */
 int tr_model_features(const char *path, const mf_meta *m, int *feat, int *d);
 
 /* Read the model file at model_path, check that o->method can transfer

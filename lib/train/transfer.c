@@ -68,7 +68,11 @@ int tr_model_features(const char *path, const mf_meta *m, int *feat, int *d)
 {
 	const char *name = mf_get(m, "feature"), *ver = mf_get(m, "feature_version");
 	const char *len = mf_get(m, "feature_length");
+	const char *label = mf_get(m, "label");
 	int64_t v, l;
+	if (label && !strcmp(label, "validity"))
+		return tk_seterr(TK_EINVAL, "%s is a validity model (train --objective validity),"
+		                 " not a performance model", path);
 	if (!name || (*feat = feat_kind_parse(name)) < 0 || !ver || tk_parse_i64(ver, &v) || !len ||
 	    tk_parse_i64(len, &l) || l < 1 || l > 1 << 20)
 		return tk_seterr(TK_EINVAL, "%s: no feature kind, version and length this tunekit"

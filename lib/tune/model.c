@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure/hidden.h"
 #include "search/search.h"
 #include "train/train.h"
 #include "tune_int.h"
@@ -133,6 +134,99 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 	return TK_OK;
 }
 
+/* ---- hidden features (ML2Tuner) ---------------------------------------------- */
+
+int model_hidden_length(tn_ctx *C, tn_task *t)
+{
+	int d = 0;
+	if (!C->hidden || !t->mt || ms_hidden_length(t->mt, &d))
+		return 0;
+	return d;
+}
+
+int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dh,
+                 int *okp)
+{
+	int d = model_hidden_length(C, t), rc, nmiss = 0;
+	*dh = d;
+	if (d == 0)
+		return TK_OK;
+	/* a cache row: the d features, then 1 if the configuration compiled */
+	if (!t->hc.key && (rc = fcache_init(&t->hc, d + 1)))
+		return rc;
+	if (t->hc.n + n > FCACHE_MAX && (rc = fcache_init(&t->hc, d + 1)))
+		return rc;
+	sp_config *miss = malloc(sizeof *miss * (size_t)(n > 0 ? n : 1));
+	float *hv = malloc(sizeof *hv * (size_t)(n > 0 ? n : 1) * (size_t)d);
+	int *ok = malloc(sizeof *ok * (size_t)(n > 0 ? n : 1));
+	if (!miss || !hv || !ok) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < n; i++)
+		if (!t->hc.key[fslot(&t->hc, sp_index(t->space, &c[i]))])
+			miss[nmiss++] = c[i];
+	/* the compiles of a batch run together, the target's compilers at once */
+	if (nmiss > 0 && (rc = ms_hidden(t->mt, C->target, &C->o->ms, miss, nmiss, hv, ok)))
+		goto done;
+	for (int i = 0; i < nmiss; i++) {
+		uint64_t idx = sp_index(t->space, &miss[i]);
+		int64_t s = fslot(&t->hc, idx);
+		if (t->hc.key[s])
+			continue; /* the same configuration twice */
+		if (2 * (t->hc.n + 1) > t->hc.cap) {
+			if ((rc = fcache_grow(&t->hc)))
+				goto done;
+			s = fslot(&t->hc, idx);
+		}
+		memcpy(&t->hc.val[s * (d + 1)], &hv[(size_t)i * (size_t)d], sizeof(float) * (size_t)d);
+		t->hc.val[s * (d + 1) + d] = ok[i] ? 1.0f : 0.0f;
+		t->hc.key[s] = idx + 1;
+		t->hc.n++;
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t s = fslot(&t->hc, sp_index(t->space, &c[i]));
+		memcpy(&out[(size_t)i * (size_t)d], &t->hc.val[s * (d + 1)], sizeof(float) * (size_t)d);
+		if (okp)
+			okp[i] = t->hc.val[s * (d + 1) + d] != 0;
+	}
+	t->ml2_compiled += nmiss;
+	rc = TK_OK;
+done:
+	free(miss);
+	free(hv);
+	free(ok);
+	return rc;
+}
+
+/* Before a refit of an ML2Tuner model: the squared errors of P and A on
+ * the valid records measured since the last fit, which neither has seen
+ * (labels y, normalised as the refit's); only for squared-error models,
+ * whose outputs are on the labels' scale. */
+static int ml2_heldout(tn_ctx *C, tn_task *t, const float *x, int d, const float *xh, int dh,
+                       const float *y)
+{
+	int from = t->ml2_fit_nx, n = t->nx - from, rc;
+	if (!t->model || n <= 0 || strcmp(C->o->objective, "reg"))
+		return TK_OK;
+	float *pp = malloc(sizeof *pp * (size_t)n), *pa = malloc(sizeof *pa * (size_t)n);
+	if (!pp || !pa)
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	else if (!(rc = cm_predict(t->model, x + (size_t)from * (size_t)d, n, d, NULL, pp)))
+		rc = cm_pick(t->model, x + (size_t)from * (size_t)d, n, d,
+		             dh ? xh + (size_t)from * (size_t)dh : NULL, dh, pa);
+	for (int i = 0; !rc && i < n; i++) {
+		if (!(y[from + i] > 0))
+			continue;
+		t->ml2_se_p += (pp[i] - y[from + i]) * (pp[i] - y[from + i]);
+		t->ml2_se_a += (pa[i] - y[from + i]) * (pa[i] - y[from + i]);
+		t->ml2_nse++;
+	}
+	free(pp);
+	free(pa);
+	return rc;
+}
+
 /* ---- the model ------------------------------------------------------------- */
 
 /* AutoTVM's settings: single-threaded, --xgb-rounds rounds, or else early
@@ -176,7 +270,7 @@ static int adapt_fixed(tn_ctx *C, tn_task *t, const cm_params *p, const cm_data 
 int model_fit(tn_ctx *C, tn_task *t)
 {
 	int d, rc;
-	float *x = NULL, *y = NULL, *margin = NULL;
+	float *x = NULL, *y = NULL, *margin = NULL, *xh = NULL;
 	cm_params p;
 	if (t->nx == 0 || (C->fixed && !t->model))
 		return TK_OK; /* a trained model that is never refit */
@@ -207,6 +301,22 @@ int model_fit(tn_ctx *C, tn_task *t)
 		train.margin = margin;
 	}
 	fit_params(C, t, &p);
+	if (C->mk->flags & CM_HIDDEN) {
+		/* ML2Tuner: the rows' hidden features for A (none when replayed,
+		 * nor in the ablation without A) */
+		int dh = strchr(C->o->ml2_stages, 'A') ? model_hidden_length(C, t) : 0;
+		if (dh > 0 && !(xh = malloc(sizeof *xh * (size_t)t->nx * (size_t)dh))) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (dh > 0 && (rc = model_hidden(C, t, t->xc, t->nx, xh, &dh, NULL)))
+			goto done;
+		if ((rc = ml2_heldout(C, t, x, d, xh, dh, y)))
+			goto done;
+		train.xh = xh;
+		train.dh = dh;
+		t->ml2_fit_nx = t->nx;
+	}
 	if (C->adapt)
 		rc = adapt_fixed(C, t, &p, &train);
 	else if (t->model)
@@ -217,6 +327,7 @@ done:
 	free(x);
 	free(y);
 	free(margin);
+	free(xh);
 	return rc;
 }
 

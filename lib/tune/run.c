@@ -40,6 +40,8 @@ void tn_opts_default(tn_opts *o)
 	o->controller_batches = 4;
 	o->controller_top = 8;
 	o->bo_kappa = 2;
+	o->alpha = 1;
+	snprintf(o->ml2_stages, sizeof o->ml2_stages, "VA");
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
 }
@@ -441,6 +443,28 @@ done:
 	return rc;
 }
 
+/* ML2Tuner's explorer: what V dropped and what was compiled for the
+ * batch, and the held-out errors of P and A at each refit, into the run
+ * log (round: trials so far), then zeroed. */
+static int ml2_log(job *J, tn_task *t)
+{
+	const char *key[] = { "ml2_dropped", "ml2_compiled", "ml2_failed", "ml2_heldout",
+	                      "ml2_sse_p", "ml2_sse_a" };
+	double v[] = { t->ml2_dropped, t->ml2_compiled, t->ml2_failed, t->ml2_nse, t->ml2_se_p,
+	               t->ml2_se_a };
+	int rc = TK_OK;
+	for (int i = 0; i < 6 && !rc; i++) {
+		char k[600];
+		if (i >= 3 && t->ml2_nse == 0)
+			break;
+		snprintf(k, sizeof k, "%s:%s", key[i], t->key);
+		rc = store_run_log(J->s.store, J->s.run_id, (int)J->used, k, v[i]);
+	}
+	t->ml2_dropped = t->ml2_compiled = t->ml2_failed = t->ml2_nse = 0;
+	t->ml2_se_p = t->ml2_se_a = 0;
+	return rc;
+}
+
 static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 {
 	tn_ctx *C = &J->C;
@@ -485,6 +509,8 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 	t->measured += n;
 	if (!rc && ctl_on(C))
 		ctl_measured(J, t, scored, mu);
+	if (!rc && (C->mk->flags & CM_HIDDEN))
+		rc = ml2_log(J, t);
 	if (!rc && (C->sk->flags & SR_CONTEXT_EPSILON) && t->fits > t->logged_fits) {
 		char key[600];
 		snprintf(key, sizeof key, "epsilon:%s", t->key);
@@ -663,7 +689,11 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	char names[256];
 	int rc;
 	if ((C->feat = feat_kind_parse(o->feature)) < 0)
-		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph)", o->feature);
+		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph,"
+		                 " hidden)", o->feature);
+	if (C->feat == FEAT_HIDDEN)
+		return tk_seterr(TK_EINVAL, "hidden features come from compiling the candidates: the"
+		                 " ml2 model reads them beside the --feature it ranks on");
 	if ((rc = cm_lookup(o->model, &C->mk)) || (rc = sr_lookup(o->search, &C->sk)))
 		return rc;
 	assert(C->sk->next || C->sk->plan);
@@ -693,6 +723,10 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 			                 o->adapt, C->mk->name);
 		C->adapt = tm->adapt;
 	}
+	if (strcmp(o->ml2_stages, "VA") && strcmp(o->ml2_stages, "V") && strcmp(o->ml2_stages, "A"))
+		return tk_seterr(TK_EINVAL, "unknown ml2 stages '%s' (VA, V, A)", o->ml2_stages);
+	if ((C->mk->flags & CM_HIDDEN) && !C->model_based)
+		return tk_seterr(TK_EINVAL, "model %s needs a search that plans on it", C->mk->name);
 	if (strcmp(o->controller, "none") && strcmp(o->controller, "moses"))
 		return tk_seterr(TK_EINVAL, "unknown controller '%s' (none, moses)", o->controller);
 	if (!strcmp(o->controller, "moses") && !C->model_based) {
@@ -748,6 +782,9 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 		                 " --transfer-from with it");
 	J.C.fixed = in->model;
 	J.C.data = o->replay[0] ? in->replay : NULL;
+	/* hidden features come from compiling for the target measured on: not
+	 * when the measurements are replayed from other hardware */
+	J.C.hidden = !J.C.data && (J.C.mk->flags & CM_HIDDEN);
 	if (!(J.tk = calloc((size_t)ntask, sizeof *J.tk))) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;

@@ -88,6 +88,11 @@ typedef struct tn_opts {
 	int controller_batches;   /* the CV is over this many measured batches (4) */
 	int controller_top;       /* measure the best this many predicted configurations
 	                             of each task at the end (8) */
+	double alpha;             /* ML2Tuner (a model with CM_HIDDEN): (alpha + 1) x
+	                             batch candidates pass V and are compiled; A picks
+	                             the batch among them (1) */
+	char ml2_stages[8];       /* its stages besides P: "VA" (default), "V" or "A"
+	                             (the ablations) */
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
 

@@ -61,6 +61,15 @@ typedef struct tn_task {
 
 	tn_fcache fc;
 
+	/* ML2Tuner's explorer (a model with CM_HIDDEN) */
+	tn_fcache hc;         /* hidden features by configuration index */
+	int ml2_fit_nx;       /* records at its last fit */
+	int ml2_dropped;      /* candidates V dropped since the last log */
+	int ml2_compiled;     /* candidates compiled for A since the last log */
+	int ml2_failed;       /* ... that did not compile, so were not measured */
+	int ml2_nse;          /* held-out valid records scored at refits ... */
+	double ml2_se_p, ml2_se_a; /* ... and the squared errors of P and A on them */
+
 	/* the adaptive controller (run.c), with o->controller "moses" */
 	int predicting;       /* measuring stopped: the model answers the trials */
 	int64_t measured, predicted; /* trials of each kind in this process */
@@ -90,6 +99,8 @@ typedef struct tn_ctx {
 	                         copy of fixed adapted at every refit; 0: none */
 	int model_based;      /* the search plans on the model: a model and a
 	                         search with a plan operation */
+	int hidden;           /* a model with CM_HIDDEN whose tasks' hidden features
+	                         can be had (measured here, not replayed) */
 } tn_ctx;
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
@@ -121,6 +132,15 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out);
 /* Mean and deviation of the normalised throughput (zeros before the first
  * fit); only for models with uncertainty. */
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd);
+/* Hidden features of configurations of t (cached; compiled on the CPU)
+ * into out (n * *dh floats; room for n * hidden length), and into ok[n]
+ * (may be NULL) whether each compiled (lowered and accepted by the
+ * compiler). *dh 0 and nothing computed when C->hidden is 0 or t has no
+ * template. */
+int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dh,
+                 int *ok);
+/* The length model_hidden gives t's rows (0: none). */
+int model_hidden_length(tn_ctx *C, tn_task *t);
 /* Features of configurations of t (cached). out has n * d floats. */
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);
 /* Transfer learning (AutoTVM's load_history): train a base model per task

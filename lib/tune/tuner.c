@@ -309,11 +309,218 @@ static int replan(tn_ctx *C, tn_task *t)
 	return plan_on_model(C, t, 1);
 }
 
+/* ---- ML2Tuner's explorer ----------------------------------------------------
+ *
+ * For a model with CM_HIDDEN once it is fit: candidates come in the plan's
+ * order (the search on P's scores; a new plan on the same model when it
+ * runs out, then random ones), V drops those it predicts invalid
+ * (probability under 1/2; they count as visited and are never measured),
+ * until (alpha + 1) x want have passed; their hidden features are computed
+ * (the compile, cached for the refits) and A's scores pick the want to
+ * measure. The ablations leave out V (stages "A") or A (stages "V": the
+ * first want that pass V, nothing compiled). */
+
+#define ML2_TRIES 64 /* candidates looked at per one wanted, at most */
+
+static int in_list(const tn_task *t, const sp_config *c, const sp_config *v, int n)
+{
+	uint64_t x = sp_index(t->space, c);
+	for (int i = 0; i < n; i++)
+		if (sp_index(t->space, &v[i]) == x)
+			return 1;
+	return 0;
+}
+
+/* The next candidate not visited nor in cand[0..n): the plan's, a new
+ * plan's (once per call: *replanned), or a random one. 0 if none. */
+static int ml2_candidate(tn_ctx *C, tn_task *t, const sp_config *cand, int n, int *replanned,
+                         sp_config *c, int *rc)
+{
+	for (;;) {
+		while (t->plan_pt < t->nplan) {
+			*c = t->plan[t->plan_pt++];
+			if (!sr_set_has(&t->visited, sp_index(t->space, c)) && !in_list(t, c, cand, n))
+				return 1;
+		}
+		if (*replanned)
+			break;
+		*replanned = 1;
+		if ((*rc = plan_on_model(C, t, 0)))
+			return 0;
+	}
+	for (int k = 0; k < 16; k++)
+		if (random_unvisited(t, c) && !in_list(t, c, cand, n))
+			return 1;
+	return 0;
+}
+
+typedef struct ranked {
+	float s;
+	int i;
+} ranked;
+
+static int by_score_desc(const void *a, const void *b)
+{
+	const ranked *x = a, *y = b;
+	if (x->s != y->s)
+		return x->s > y->s ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Sort c[0..n) by p, highest first (n is a batch: insertion sort). */
+static void rk_fill_sort(sp_config *c, float *p, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && p[j] > p[j - 1]; j--) {
+			sp_config tc = c[j];
+			float tp = p[j];
+			c[j] = c[j - 1];
+			p[j] = p[j - 1];
+			c[j - 1] = tc;
+			p[j - 1] = tp;
+		}
+}
+
+static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
+{
+	int use_v = strchr(C->o->ml2_stages, 'V') != NULL, use_a = strchr(C->o->ml2_stages, 'A') != NULL;
+	int cap = use_a ? (int)ceil((C->o->alpha + 1) * want) : want, got = 0, rc = TK_OK;
+	int replanned = 0, tries = 0, fd, dh = 0;
+	cap = cap < want ? want : cap;
+	sp_config *cand = malloc(sizeof *cand * (size_t)cap);
+	sp_config *chunk = malloc(sizeof *chunk * (size_t)cap);
+	sp_config *rej = malloc(sizeof *rej * (size_t)want); /* the likeliest V dropped */
+	float *rej_p = malloc(sizeof *rej_p * (size_t)want);
+	float *x = NULL, *pv = malloc(sizeof *pv * (size_t)cap), *xh = NULL, *sc = NULL;
+	ranked *rk = NULL;
+	int nrej = 0;
+	if (!cand || !chunk || !rej || !rej_p || !pv || (rc = feat_length(C->feat, t->space, &fd)) ||
+	    !(x = malloc(sizeof *x * (size_t)cap * (size_t)(fd > 0 ? fd : 1)))) {
+		rc = rc ? rc : tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	while (got < cap && tries < ML2_TRIES * cap && !rc) {
+		int m = 0;
+		sp_config c;
+		while (got + m < cap && ml2_candidate(C, t, cand, got, &replanned, &c, &rc) &&
+		       !in_list(t, &c, chunk, m))
+			chunk[m++] = c;
+		if (rc || m == 0)
+			break;
+		tries += m;
+		if (use_v && ((rc = model_features(C, t, chunk, m, x, &fd)) ||
+		              (rc = cm_screen(t->model, x, m, fd, pv))))
+			break;
+		for (int i = 0; i < m && !rc; i++) {
+			if (use_v && pv[i] < 0.5f) {
+				/* predicted invalid: dropped (the want likeliest kept aside) */
+				rc = sr_set_add(&t->visited, sp_index(t->space, &chunk[i]));
+				t->ml2_dropped++;
+				int at = nrej < want ? nrej++ : -1;
+				for (int j = 0; at < 0 && j < nrej; j++)
+					if (rej_p[j] < pv[i] && (at < 0 || rej_p[j] < rej_p[at]))
+						at = j;
+				if (at >= 0) {
+					rej[at] = chunk[i];
+					rej_p[at] = pv[i];
+				}
+			} else {
+				cand[got++] = chunk[i];
+			}
+		}
+	}
+	if (rc)
+		goto done;
+	if (got < want && nrej > 0) {
+		/* fewer than a batch passed V: the batch is filled with those V
+		 * found likeliest valid, never measured otherwise (early on V
+		 * has seen few valid records and drops nearly everything) */
+		rk_fill_sort(rej, rej_p, nrej);
+		for (int i = 0; i < nrej && got < want; i++) {
+			cand[got++] = rej[i];
+			t->ml2_dropped--;
+		}
+	}
+	if (got == 0) {
+		/* nothing to screen: a random batch rather than none */
+		sp_config c;
+		while (*n < want && random_unvisited(t, &c) && !rc)
+			rc = take(t, &c, out, n);
+		goto done;
+	}
+	rk = malloc(sizeof *rk * (size_t)got);
+	sc = malloc(sizeof *sc * (size_t)got);
+	if (!rk || !sc) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < got; i++)
+		sc[i] = (float)-i; /* P's order */
+	if (use_a) {
+		int d1 = model_hidden_length(C, t), *ok = NULL, kept = 0;
+		if (d1 > 0 && (!(xh = malloc(sizeof *xh * (size_t)got * (size_t)d1)) ||
+		               !(ok = malloc(sizeof *ok * (size_t)got)))) {
+			free(ok);
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (d1 > 0 && (rc = model_hidden(C, t, cand, got, xh, &dh, ok))) {
+			free(ok);
+			goto done;
+		}
+		/* what does not compile is invalid without being measured */
+		for (int i = 0; dh && i < got; i++) {
+			if (!ok[i]) {
+				t->ml2_failed++;
+				if ((rc = sr_set_add(&t->visited, sp_index(t->space, &cand[i]))))
+					break;
+				continue;
+			}
+			cand[kept] = cand[i];
+			memmove(&xh[(size_t)kept * (size_t)dh], &xh[(size_t)i * (size_t)dh],
+			        sizeof *xh * (size_t)dh);
+			kept++;
+		}
+		free(ok);
+		if (rc)
+			goto done;
+		got = dh ? kept : got;
+		if (got > 0 && ((rc = model_features(C, t, cand, got, x, &fd)) ||
+		                (rc = cm_pick(t->model, x, got, fd, dh ? xh : NULL, dh, sc))))
+			goto done;
+		if (got == 0) {
+			/* nothing compiled: a random batch rather than none */
+			sp_config c;
+			while (*n < want && random_unvisited(t, &c) && !rc)
+				rc = take(t, &c, out, n);
+			goto done;
+		}
+	}
+	for (int i = 0; i < got; i++)
+		rk[i] = (ranked){ sc[i], i };
+	qsort(rk, (size_t)got, sizeof *rk, by_score_desc);
+	for (int i = 0; i < got && *n < want && !rc; i++)
+		rc = take(t, &cand[rk[i].i], out, n);
+done:
+	free(cand);
+	free(chunk);
+	free(rej);
+	free(rej_p);
+	free(x);
+	free(pv);
+	free(xh);
+	free(sc);
+	free(rk);
+	return rc;
+}
+
 int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 {
 	int rc = TK_OK;
 	*n = 0;
-	if (!C->model_based) {
+	if (C->model_based && (C->mk->flags & CM_HIDDEN) && t->model) {
+		rc = ml2_next(C, t, want, out, n);
+	} else if (!C->model_based) {
 		dist_ctx dc;
 		sr_env e = env_of(C, t, &dc);
 		rc = C->sk->next(&t->search, &e, want, out, n);
@@ -443,5 +650,6 @@ void tuner_task_free(tn_task *t)
 	if (t->search)
 		t->free_search(t->search);
 	fcache_free(&t->fc);
+	fcache_free(&t->hc);
 	free(t);
 }

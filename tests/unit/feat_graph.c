@@ -49,7 +49,7 @@ static int has_edge(int e[EMAX][2], int n, int s, int d)
 
 TEST(test_kind)
 {
-	CHECK_EQ_INT(FEAT_NKIND, 5);
+	CHECK_EQ_INT(FEAT_NKIND, 6);
 	CHECK_EQ_STR(feat_kind_name(FEAT_GRAPH), "graph");
 	CHECK_EQ_INT(feat_kind_parse("graph"), FEAT_GRAPH);
 	CHECK_EQ_INT(feat_version(FEAT_GRAPH), 1);

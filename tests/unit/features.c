@@ -14,6 +14,7 @@
 #include "feat_task.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -41,7 +42,7 @@ static float *extract(const task *t, int k, const char *text, int *n, int *valid
 
 TEST(test_kinds)
 {
-	CHECK_EQ_INT(FEAT_NKIND, 5);
+	CHECK_EQ_INT(FEAT_NKIND, 6);
 	for (int k = 0; k < FEAT_NKIND; k++) {
 		CHECK_EQ_INT(feat_kind_parse(feat_kind_name(k)), k);
 		CHECK(feat_version(k) > 0);
@@ -51,6 +52,7 @@ TEST(test_kinds)
 	CHECK_EQ_STR(feat_kind_name(FEAT_CURVE), "curve");
 	CHECK_EQ_STR(feat_kind_name(FEAT_TLP), "tlp");
 	CHECK_EQ_STR(feat_kind_name(FEAT_GRAPH), "graph");
+	CHECK_EQ_STR(feat_kind_name(FEAT_HIDDEN), "hidden");
 	CHECK_EQ_INT(feat_kind_parse("bogus"), -1);
 	CHECK_EQ_INT(feat_kind_parse(""), -1);
 	CHECK_EQ_INT(feat_kind_parse("Knob"), -1);
@@ -356,6 +358,17 @@ TEST(test_invalid_zeros)
 		float *v = malloc(sizeof *v * (size_t)n);
 		if (!v)
 			continue;
+		if (k == FEAT_HIDDEN) {
+			/* hidden features need a compile: feat_extract refuses them,
+			 * feat_hidden_cpu gives zeros for an unlowerable configuration */
+			CHECK_EQ_INT(feat_extract(k, t.sp, &c, v, &valid), TK_EUNSUPP);
+			CHECK_EQ_INT(feat_hidden_cpu(t.sp, &c, NULL, v, &valid), TK_OK);
+			CHECK_EQ_INT(valid, 0);
+			for (int i = 0; i < n; i++)
+				CHECK_NEAR(v[i], 0, 0);
+			free(v);
+			continue;
+		}
 		for (int i = 0; i < n; i++)
 			v[i] = 3.0f;
 		valid = -1;
@@ -638,6 +651,79 @@ TEST(test_store_features)
 	store_close(s);
 }
 
+
+/* Hidden features of the CPU: the tile, tail and padding of each split
+ * knob from its factors, the nest's values, the compiler's facts where
+ * given, and their names. */
+TEST(test_hidden_cpu)
+{
+	task t;
+	tk_rng r;
+	int n, ns = 0, valid;
+	if (task_open(&t, "dense:m=24,n=40,k=16")) {
+		CHECK(0);
+		return;
+	}
+	for (int k = 0; k < t.sp->nknob; k++)
+		ns += t.sp->knob[k].kind == KNOB_SPLIT;
+	CHECK_EQ_INT(feat_length(FEAT_HIDDEN, t.sp, &n), TK_OK);
+	CHECK_EQ_INT(n, FEAT_HIDDEN_TILE * ns + FEAT_HIDDEN_NEST + FEAT_HIDDEN_CC);
+	CHECK_EQ_INT(feat_hidden_length(t.sp), n);
+	float *v = malloc(sizeof *v * (size_t)n);
+	feat_cc cc = { 96, 1, 255, 1023, 3, 2 };
+	tk_rng_seed(&r, 5, 1);
+	int nvalid = 0;
+	for (int i = 0; v && i < 40; i++) {
+		sp_config c;
+		sp_sample(t.sp, &r, &c);
+		CHECK_EQ_INT(feat_hidden_cpu(t.sp, &c, &cc, v, &valid), TK_OK);
+		if (!valid)
+			continue;
+		nvalid++;
+		for (int k = 0, at = 0; k < t.sp->nknob; k++) {
+			const sp_knob *kn = &t.sp->knob[k];
+			if (kn->kind != KNOB_SPLIT)
+				continue;
+			const int64_t *f = &kn->cand[(size_t)c.v[k] * (size_t)kn->nlevel];
+			int64_t tile = 1;
+			for (int l = 1; l < kn->nlevel; l++)
+				tile *= f[l];
+			CHECK_NEAR(v[at + 0], log2(1.0 + (double)f[kn->nlevel - 1]), 1e-5);
+			CHECK_NEAR(v[at + 1], log2(1.0 + (double)tile), 1e-5);
+			CHECK_NEAR(v[at + 2], log2(1.0 + (double)f[0]), 1e-5);
+			CHECK_NEAR(v[at + 3], log2(1.0 + (double)(kn->extent % tile)), 1e-5);
+			at += FEAT_HIDDEN_TILE;
+		}
+		int cc0 = n - FEAT_HIDDEN_CC;
+		CHECK(v[cc0 - FEAT_HIDDEN_NEST] >= 1); /* loops of the nest */
+		CHECK_NEAR(v[cc0 + 0], log2(97.0), 1e-5);
+		CHECK_NEAR(v[cc0 + 1], 1, 0);
+		CHECK_NEAR(v[cc0 + 2], 8, 1e-5);
+		CHECK_NEAR(v[cc0 + 3], 10, 1e-5);
+		CHECK_NEAR(v[cc0 + 4], 3, 0);
+		CHECK_NEAR(v[cc0 + 5], 2, 0);
+		/* without the compiler's facts they are zero, the rest the same */
+		float w[256];
+		if (n <= 256) {
+			CHECK_EQ_INT(feat_hidden_cpu(t.sp, &c, NULL, w, &valid), TK_OK);
+			for (int j = 0; j < cc0; j++)
+				CHECK_NEAR(w[j], v[j], 0);
+			for (int j = cc0; j < n; j++)
+				CHECK_NEAR(w[j], 0, 0);
+		}
+	}
+	CHECK(nvalid > 0);
+	char name[64];
+	feat_hidden_name(t.sp, n - FEAT_HIDDEN_CC, name, sizeof name);
+	CHECK_EQ_STR(name, "cc_stack_bytes");
+	feat_hidden_name(t.sp, 3, name, sizeof name);
+	CHECK(strstr(name, ".tail") != NULL);
+	feat_hidden_name(t.sp, n - FEAT_HIDDEN_CC - FEAT_HIDDEN_NEST, name, sizeof name);
+	CHECK_EQ_STR(name, "nest_loops");
+	free(v);
+	task_close(&t);
+}
+
 UNIT_MAIN(test_kinds, test_dense_knob, test_dense_itervar, test_dense_curve,
           test_conv2d_fixed_length, test_every_op_fixed_length, test_invalid_zeros,
-          test_imported_knob, test_store_features)
+          test_imported_knob, test_store_features, test_hidden_cpu)

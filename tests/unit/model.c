@@ -10,6 +10,7 @@
 #include "unit.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -784,11 +785,11 @@ TEST(cost_table_names_and_flags)
 	CHECK(k && !cm_is_model(k));
 	CHECK_EQ_INT(cm_lookup("svm", &k), TK_EINVAL);
 	CHECK(k == NULL);
-	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, tlp, mtl-tlp, meta, none)") != NULL);
+	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (xgb, rfei, tlp, mtl-tlp, meta, ml2, none)") != NULL);
 	cm_names(names, sizeof names, CM_UNCERTAINTY, 1);
 	CHECK_EQ_STR(names, "rfei, meta");
 	cm_names(names, sizeof names, 0, 1);
-	CHECK_EQ_STR(names, "xgb, rfei, tlp, mtl-tlp, meta");
+	CHECK_EQ_STR(names, "xgb, rfei, tlp, mtl-tlp, meta, ml2");
 	cm_names(names, 5, 0, 0);   /* cut short, still terminated */
 	CHECK_EQ_STR(names, "xgb");
 	for (int i = 0; i < cm_nkinds; i++) {
@@ -829,7 +830,7 @@ TEST(cost_rfei_fit_dist_and_reload)
 	p.seed = 9;
 	tk_rng_seed(&g1, 1, 2);
 	tk_rng_seed(&g2, 1, 2);
-	cm_data d = { N, SD, x, y, 0, NULL, NULL, NULL };
+	cm_data d = { N, SD, x, y, 0, NULL, NULL, NULL, 0, NULL };
 	cm_model *m = NULL, *m2 = NULL, *m3 = NULL;
 	p.rng = &g1;
 	CHECK_EQ_INT(cm_fit(k, &p, &d, NULL, &m), TK_OK);
@@ -899,7 +900,7 @@ TEST(cost_xgb_update_and_margin)
 	cm_params_default(&p);
 	p.rank = 0;
 	p.rounds = 40;
-	cm_data half = { N / 2, SD, x, y, 0, NULL, NULL, NULL }, all = { N, SD, x, y, 0, NULL, NULL, NULL };
+	cm_data half = { N / 2, SD, x, y, 0, NULL, NULL, NULL, 0, NULL }, all = { N, SD, x, y, 0, NULL, NULL, NULL, 0, NULL };
 	cm_model *m = NULL;
 	CHECK_EQ_INT(cm_fit(cm_find("xgb"), &p, &half, NULL, &m), TK_OK);
 	if (!m)
@@ -941,7 +942,7 @@ TEST(cost_xgb_warm_start)
 	cm_params_default(&cp);
 	cp.rank = 0;
 	cp.rounds = 30;
-	cm_data d = { N, SD, x, y, 0, NULL, NULL, NULL }, da = { NA, SD, xa, ya, 0, NULL, NULL, NULL };
+	cm_data d = { N, SD, x, y, 0, NULL, NULL, NULL, 0, NULL }, da = { NA, SD, xa, ya, 0, NULL, NULL, NULL, 0, NULL };
 	cm_model *m = NULL, *w = NULL;
 	void *buf;
 	size_t len;
@@ -1076,9 +1077,99 @@ TEST(train_labels_split_parts)
 	CHECK(ts.n == 0 && ts.tasks == NULL);
 }
 
+/* The validity classifier's metrics, by hand: 6 rows, 3 valid. */
+TEST(metrics_classify_by_hand)
+{
+	float y[] = { 0.5f, 1, 0, 0, 0.2f, 0 };
+	float p[] = { 0.9f, 0.4f, 0.6f, 0.1f, 0.7f, 0.2f };
+	cm_class_metrics m;
+	CHECK_EQ_INT(cm_metrics_classify(6, y, p, &m), TK_OK);
+	CHECK_EQ_INT(m.n, 6);
+	CHECK_EQ_INT(m.valid, 3);
+	/* predicted valid: rows 0, 2, 4 (2 right); invalid 1, 3, 5 (3, 5 right) */
+	CHECK_NEAR(m.accuracy, 4.0 / 6, 1e-12);
+	CHECK_NEAR(m.precision, 2.0 / 3, 1e-12);
+	CHECK_NEAR(m.recall, 2.0 / 3, 1e-12);
+	/* pairs valid > invalid: 0.9 beats 3, 0.4 beats 2 (0.1, 0.2), 0.7 beats 3: 8 of 9 */
+	CHECK_NEAR(m.auc, 8.0 / 9, 1e-12);
+	float same[] = { 1, 1, 1, 1, 1, 1 };
+	CHECK_EQ_INT(cm_metrics_classify(6, same, p, &m), TK_OK);
+	CHECK(isnan(m.auc)); /* one class: no AUC */
+	CHECK_EQ_INT(cm_metrics_classify(0, y, p, &m), TK_OK);
+	CHECK(isnan(m.accuracy));
+}
+
+/* The ml2 row: V learns which rows are invalid (x0 < 0.3), P ranks the
+ * valid ones (y rises with x1), A reads a hidden feature that says what P
+ * cannot see; the payload round-trips; importance names A's columns. */
+TEST(cost_ml2_stages)
+{
+	enum { N = 200, D = 2, DH = 1 };
+	static float x[N * D], xh[N * DH], y[N];
+	tk_rng r;
+	tk_rng_seed(&r, 9, 1);
+	for (int i = 0; i < N; i++) {
+		float a = (float)tk_rng_unif(&r), b = (float)tk_rng_unif(&r), h = (float)tk_rng_unif(&r);
+		x[i * D] = a;
+		x[i * D + 1] = b;
+		xh[i] = h;
+		y[i] = a < 0.3f ? 0 : 0.2f * b + 0.8f * h;
+	}
+	const cm_kind *k = cm_find("ml2");
+	CHECK(k && (k->flags & CM_HIDDEN) && k->screen && k->pick);
+	cm_params p;
+	cm_params_default(&p);
+	p.rank = 0;
+	p.rounds = 60;
+	cm_data d = { .n = N, .d = D, .x = x, .y = y, .dh = DH, .xh = xh };
+	cm_model *m = NULL, *m2 = NULL;
+	CHECK_EQ_INT(cm_fit(k, &p, &d, NULL, &m), TK_OK);
+	if (!m)
+		return;
+	float pv[2], q[2], pa[2], pp[2];
+	float probe[] = { 0.1f, 0.5f, 0.8f, 0.5f };
+	float hid[] = { 0.9f, 0.1f };
+	CHECK_EQ_INT(cm_screen(m, probe, 2, D, pv), TK_OK);
+	CHECK(pv[0] < 0.5f && pv[1] > 0.5f);
+	CHECK_EQ_INT(cm_pick(m, probe + 2, 1, D, hid, DH, pa), TK_OK);
+	CHECK_EQ_INT(cm_pick(m, probe + 2, 1, D, hid + 1, DH, pa + 1), TK_OK);
+	CHECK(pa[0] > pa[1] + 0.3f); /* A sees the hidden feature */
+	CHECK_EQ_INT(cm_pick(m, probe + 2, 1, D, NULL, 0, pp), TK_OK);
+	CHECK_EQ_INT(cm_predict(m, probe + 2, 1, D, NULL, q), TK_OK);
+	CHECK_NEAR(pp[0], q[0], 0); /* without hidden features A is P */
+	CHECK_EQ_INT(cm_clone(m, &m2), TK_OK);
+	if (m2) {
+		float pv2[2];
+		CHECK_EQ_INT(cm_screen(m2, probe, 2, D, pv2), TK_OK);
+		CHECK_NEAR(pv2[0], pv[0], 1e-6);
+		CHECK_NEAR(pv2[1], pv[1], 1e-6);
+	}
+	int nd = 0;
+	double *gain = NULL;
+	CHECK_EQ_INT(cm_importance(m, &nd, &gain), TK_OK);
+	CHECK_EQ_INT(nd, D + DH);
+	if (gain)
+		CHECK(gain[2] > gain[0] && gain[2] > gain[1]); /* the hidden column matters most */
+	free(gain);
+	mf_meta meta;
+	memset(&meta, 0, sizeof meta);
+	CHECK_EQ_INT(cm_describe(m, &meta), TK_OK);
+	CHECK_EQ_STR(mf_get(&meta, "ml2_models"), "P+V+A");
+	/* a classifier cannot come from a model without CM_CLASSIFY */
+	cm_model *bad = NULL;
+	p.validity = 1;
+	CHECK_EQ_INT(cm_fit(cm_find("rfei"), &p, &d, NULL, &bad), TK_EINVAL);
+	CHECK(bad == NULL);
+	/* a corrupt payload is refused */
+	unsigned char junk[16] = "ML2";
+	CHECK_EQ_INT(cm_load(k, junk, sizeof junk, &bad), TK_ECORRUPT);
+	cm_free(m);
+	cm_free(m2);
+}
+
 UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
           metrics_ties_and_edges, modelfile_round_trip, modelfile_corruption,
-          store_training_rows_and_models)
+          store_training_rows_and_models, metrics_classify_by_hand, cost_ml2_stages)

@@ -621,7 +621,44 @@ TEST(test_plot_svg)
 	rp_run_free(r2);
 }
 
+/* The invalid share per batch: batches of size trials in trial order, the
+ * last one short; the chart is well-formed SVG. */
+TEST(test_invalid_batches)
+{
+	double aLat[] = { 4, -1, -1, 2, -1, 1, -1 };
+	store_rec aRec[7];
+	rp_run *r;
+	rp_batch *b = NULL;
+	int n = 0;
+	for (int i = 0; i < 7; i++)
+		aRec[i] = rec("dense:k=1,m=1,n=1", 7, 1e9, aLat[i], 1000 + 10 * i);
+	CHECK_EQ_INT(rp_run_build(3, 995, aRec, 7, &r), TK_OK);
+	CHECK_EQ_INT(rp_invalid_batches(r, 3, &b, &n), TK_OK);
+	CHECK_EQ_INT(n, 3);
+	CHECK_EQ_INT(b[0].batch, 1);
+	CHECK_EQ_INT(b[0].first, 1);
+	CHECK_EQ_INT(b[0].invalid, 2);
+	CHECK_NEAR(b[0].share, 2.0 / 3, 1e-12);
+	CHECK_EQ_INT(b[1].first, 4);
+	CHECK_EQ_INT(b[1].invalid, 1);
+	CHECK_EQ_INT(b[2].trials, 1);
+	CHECK_EQ_INT(b[2].invalid, 1);
+	CHECK_NEAR(b[2].share, 1, 0);
+	tk_sb sb;
+	tk_sb_init(&sb);
+	int64_t id = 3;
+	const rp_batch *bb = b;
+	CHECK_EQ_INT(rp_invalid_svg(&sb, &id, &bb, &n, 1), TK_OK);
+	CHECK(sb.s && strstr(sb.s, "Invalid configurations per batch") != NULL);
+	CHECK(xml_ok(sb.s));
+	tk_sb_free(&sb);
+	free(b);
+	CHECK_EQ_INT(rp_invalid_batches(r, 0, &b, &n), TK_EINVAL);
+	rp_run_free(r);
+}
+
 UNIT_MAIN(test_curve_best_so_far, test_curve_to95_exact, test_curve_never, test_curve_no_flops,
           test_aggregate, test_compare, test_run_load, test_models_from_store, test_model_meta,
           test_ticks, test_xml_checker,
-          test_svg_chart, test_svg_many_series, test_network_curve, test_plot_svg)
+          test_svg_chart, test_svg_many_series, test_network_curve, test_plot_svg,
+          test_invalid_batches)

@@ -182,7 +182,7 @@ TEST(tlp_learns_a_ranking)
 	cm_params_default(&cp);
 	cp.seq_e = SE;
 	cp.rounds = 12;
-	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL };
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL, 0, NULL };
 	cm_model *m;
 	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_OK);
 	CHECK_EQ_INT(cm_predict(m, xt, NT, SL * SE, NULL, p), TK_OK);
@@ -237,7 +237,7 @@ TEST(mtl_tlp_target_head_learns_the_target)
 	cm_params_default(&cp);
 	cp.seq_e = SE;
 	cp.rounds = 12;
-	cm_data d = { N, SL * SE, x, y, GA + GB, group, NULL, head };
+	cm_data d = { N, SL * SE, x, y, GA + GB, group, NULL, head, 0, NULL };
 	cm_model *m;
 	/* tlp has one head: it refuses rows of other hardware. */
 	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL);
@@ -285,7 +285,7 @@ TEST(ticket_trains_the_salient_and_decays_the_rest)
 	a.epochs = 1;
 	a.decay = 100;
 	a.lr = 1e-3;
-	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL };
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL, 0, NULL };
 	cm_adapt_info info;
 	CHECK_EQ_INT(tadapt(n, &cp, &a, &d, &info), TK_OK);
 	CHECK_EQ_INT(info.steps, 1);
@@ -354,8 +354,8 @@ TEST(transfer_beats_the_source_on_a_shifted_task)
 	cm_params_default(&cp);
 	cp.seq_e = SE;
 	cp.rounds = 12;
-	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL };
-	cm_data da = { NA, SL * SE, xa, ya, GA, ga, NULL, NULL };
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL, 0, NULL };
+	cm_data da = { NA, SL * SE, xa, ya, GA, ga, NULL, NULL, 0, NULL };
 	cm_model *src;
 	void *buf;
 	size_t len;
@@ -409,7 +409,7 @@ TEST(bad_input)
 	cm_params cp;
 	cm_params_default(&cp);
 	cp.seq_e = 5; /* 6 features are not positions of 5 */
-	cm_data d = { 2, 6, x, y, 0, NULL, NULL, NULL };
+	cm_data d = { 2, 6, x, y, 0, NULL, NULL, NULL, 0, NULL };
 	cm_model *m;
 	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL);
 	cp.seq_e = 3;
