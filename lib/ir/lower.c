@@ -967,6 +967,7 @@ static ir_stmt *nest(stage_ctx *c, int from, int to, int spatial_only, int which
 	return s;
 }
 
+/* Does index or value expression e read loop l's variable? */
 static int expr_uses_loop(const ir_expr *e, const ir_stmt *l)
 {
 	if (!e)
