@@ -20,6 +20,7 @@
 #                   (not in CI; needs make bench-deps, as root, once)
 #   make bench-ml2  ML2Tuner (P+V+A) against xgb and its ablations (vta-sim, CPU)
 #   make bench-measure  configurations measured per minute, against a baseline
+#   make bench-compile  compiler seconds per generated kernel, against a baseline
 #   make install    install to $(DESTDIR)$(PREFIX)
 
 PREFIX ?= /usr/local
@@ -305,15 +306,23 @@ MEASURE_BASE ?= $(shell git merge-base HEAD main 2>/dev/null || echo HEAD)
 MEASURE_ROUNDS ?= 3
 MEASURE_SAMPLE ?= 8
 MEASURE_BASEDIR = $(BUILD)/bench/measure/base
-bench-measure: tunekit
+measure-base:
 	@rev=$$(git rev-parse '$(MEASURE_BASE)') && \
 	if [ "$$(git -C $(MEASURE_BASEDIR) rev-parse HEAD 2>/dev/null)" != "$$rev" ]; then \
 		git worktree remove --force $(MEASURE_BASEDIR) 2>/dev/null; rm -rf $(MEASURE_BASEDIR); \
 		git worktree prune && git worktree add --detach $(MEASURE_BASEDIR) $$rev; \
 	fi
 	$(MAKE) -C $(MEASURE_BASEDIR) tunekit
+
+bench-measure: tunekit measure-base
 	sh tests/bench/measure.sh ./tunekit $(MEASURE_BASEDIR)/tunekit $(BUILD)/bench/measure \
 		$(MEASURE_ROUNDS) $(MEASURE_SAMPLE)
+
+# Compiler time per kernel (tests/bench/compile.sh): the C this build and
+# the MEASURE_BASE build generate for the same sampled configurations of
+# the bench-measure mix, compiled in turn, one at a time.
+bench-compile: tunekit measure-base
+	sh tests/bench/compile.sh ./tunekit $(MEASURE_BASEDIR)/tunekit $(MEASURE_SAMPLE)
 
 bench-deps:
 	apt-get update -qq
@@ -332,6 +341,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

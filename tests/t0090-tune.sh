@@ -323,6 +323,19 @@ test_expect_success 'a run killed before its first batch resumes on its hardware
 	test "$(sqlite3 k.db "SELECT count(DISTINCT hardware_id) FROM measurement WHERE hardware_id > 0")" -eq 1
 '
 
+test_expect_success 'a run keeps its --build-adapt for --resume' '
+	"$TUNEKIT_BIN" tune -q --db ba.db --task dense:m=96,n=96,k=96 --trials 8 --batch 8 --repeat 1 \
+		--confirm 0 --feature knob --build-adapt 2.5 >/dev/null 2>&1 &
+	pid=$! &&
+	n=0 && while [ "$n" -lt 1 ]; do
+		sleep 0.05; n=$(sqlite3 ba.db "SELECT count(*) FROM run WHERE params IS NOT NULL" 2>/dev/null || echo 0)
+	done &&
+	kill -KILL $pid; wait $pid;
+	sqlite3 ba.db "SELECT params FROM run" | grep -qx "build_adapt=2.5" &&
+	tunekit tune -q --db ba.db --resume >out &&
+	test $(tsv_count out) -eq 8
+'
+
 test_expect_success 'a run has one owner: a second --resume exits 3 and writes nothing' '
 	"$TUNEKIT_BIN" tune -q --db own.db --task dense:m=64,n=64,k=64 --trials 400 --batch 4 --repeat 1 \
 		--confirm 0 --feature knob >/dev/null 2>&1 &

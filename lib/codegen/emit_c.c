@@ -18,8 +18,12 @@
 #include <string.h>
 
 #define LIN_MAX 32
-#define EXPAND_MAX 2048     /* operations that unrolling (explicit or by
-                               pragma, nested) may ask of the compiler */
+#define EXPAND_MAX 512      /* operations that unrolling (explicit or by
+                               pragma, nested) may ask of the compiler: a
+                               register tile of 32 vectors takes about 200;
+                               past it, compile time grows faster than the
+                               kernels gain (BENCHMARKS.md, measurement
+                               throughput) */
 #define REG_MAX_FLOATS 1024 /* tiles larger than this stay arrays */
 #define EXPAND_MAX_BYTES (64 << 10) /* source one explicit expansion may produce */
 
@@ -667,8 +671,9 @@ static int64_t value_ops(const ir_expr *e, const ir_stmt *v, int w)
 	case IR_LOAD:
 		if (!v || !uses_loop(e, v))
 			return 1;
-		flat_stride(e->buf, e->idx, v, &ok);
-		return ok ? 2 : w; /* vector load or gather helper; else lane by lane */
+		/* a vector load; a strided gather helper, whose loop the compiler
+		 * unrolls, costs a load per lane like a gather lane by lane */
+		return flat_stride(e->buf, e->idx, v, &ok) == 1 && ok ? 2 : w;
 	case IR_SELECT:
 		/* a guarded lane is a branch: weigh it like several operations */
 		if (v && uses_loop(e->a, v))
@@ -699,6 +704,25 @@ static int expands(const cg *g, const ir_stmt *s, int64_t *e)
 	return g->mult * *e * expand_count(g, s->body) <= EXPAND_MAX;
 }
 
+/* Copies of its body a vectorised loop emits (emit_vector_loop): a runtime
+ * loop of full vectors and a tail, or one per chunk of a constant extent,
+ * narrower vectors and scalars at the end. */
+static int64_t vector_chunks(const cg *g, const ir_stmt *s)
+{
+	int64_t e, n = 0, W = g->o->vlen;
+	if (!ir_const(s->extent, &e))
+		return 2;
+	if (e > 8 * W) {
+		n = 1;
+		e %= W;
+	}
+	for (int64_t w = W; w >= 4; w /= 2) {
+		n += e / w;
+		e %= w;
+	}
+	return n + e;
+}
+
 static int64_t expand_count(const cg *g, const ir_stmt *s)
 {
 	int64_t n = 0, e;
@@ -708,8 +732,7 @@ static int64_t expand_count(const cg *g, const ir_stmt *s)
 		} else if (s->kind == IR_ALLOC) {
 			n += expand_count(g, s->body);
 		} else if (s->ann == ANN_VECTORIZE && !s->begin && can_vectorize(s)) {
-			int64_t chunks = ir_const(s->extent, &e) ? (e + g->o->vlen - 1) / g->o->vlen : 2;
-			n += chunks * stores_ops(s->body, s, g->o->vlen);
+			n += vector_chunks(g, s) * stores_ops(s->body, s, g->o->vlen);
 		} else if (expands(g, s, &e)) {
 			n += e * expand_count(g, s->body);
 		} else if (s->ann == ANN_UNROLL && ir_const(s->extent, &e)) {
@@ -856,8 +879,11 @@ static void emit_for(cg *g, const ir_stmt *s)
 		/* the compiler's copies count against the same budget */
 		int64_t body = expand_count(g, s->body);
 		n = e;
-		if (g->mult * n * (body ? body : 1) > EXPAND_MAX)
-			n = EXPAND_MAX / (g->mult * (body ? body : 1));
+		/* within budget, and a divisor of the trip count: a partly
+		 * unrolled loop with a remainder costs the compiler more than
+		 * the remainder is worth */
+		while (n > 1 && (g->mult * n * (body ? body : 1) > EXPAND_MAX || e % n))
+			n--;
 		if (n >= 2) {
 			line(g);
 			tk_sb_printf(g->sb, "#pragma GCC unroll %lld\n", (long long)n);

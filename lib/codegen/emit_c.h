@@ -7,7 +7,12 @@
  *     (and narrower ones for the rest) and written with GCC vector
  *     extensions: contiguous accesses become vector loads and stores,
  *     invariant ones broadcasts, anything else per-lane gathers;
- *   - unroll (explicit): the loop is expanded in the source;
+ *   - unroll (explicit): the loop is expanded in the source; otherwise
+ *     `#pragma GCC unroll N` (which clang honours too) asks the compiler.
+ *     Both share one budget of operations per nest, and a pragma's N
+ *     divides its loop's trip count: past the budget, a loop stays a loop
+ *     (and a register tile an array), since compile time grows faster
+ *     than the kernel gains;
  *   - accumulator tiles whose every access has a constant index after
  *     unrolling become named (vector) variables, i.e. registers; otherwise
  *     they are aligned arrays;

@@ -967,8 +967,53 @@ static ir_stmt *nest(stage_ctx *c, int from, int to, int spatial_only, int which
 	return s;
 }
 
+/* Does index or value expression e read loop l's variable? */
+static int expr_uses_loop(const ir_expr *e, const ir_stmt *l)
+{
+	if (!e)
+		return 0;
+	if (e->kind == IR_VAR)
+		return e->loop == l;
+	if (e->kind == IR_LOAD) {
+		for (int d = 0; d < e->buf->ndim; d++)
+			if (expr_uses_loop(e->idx[d], l))
+				return 1;
+		return 0;
+	}
+	return expr_uses_loop(e->a, l) || expr_uses_loop(e->b, l);
+}
+
+/* Does a guard in e (a select's condition) depend on loop l? */
+static int guard_uses_loop(const ir_expr *e, const ir_stmt *l)
+{
+	if (!e || e->kind == IR_LOAD)
+		return 0;
+	if (e->kind == IR_SELECT && expr_uses_loop(e->a, l))
+		return 1;
+	return guard_uses_loop(e->a, l) || guard_uses_loop(e->b, l);
+}
+
+/* Does a guard of a statement in body s depend on loop l? */
+static int body_guards_on(const ir_stmt *s, const ir_stmt *l)
+{
+	for (; s; s = s->next) {
+		if (s->kind == IR_STORE ? expr_uses_loop(s->cond, l) || guard_uses_loop(s->value, l)
+		                        : body_guards_on(s->body, l))
+			return 1;
+	}
+	return 0;
+}
+
 /* TVM's auto_unroll_max_step: unroll loops whose whole iteration count
- * (with the loops inside) is at most max. Returns the count of s's nest. */
+ * (with the loops inside) is at most max. Returns the count of s's nest.
+ * With unroll_explicit, only the loops a padding guard depends on are
+ * expanded in the C (the emitter then drops the reads of padding it can
+ * tell apart, e.g. a depthwise kernel's edge taps); the others are left to
+ * the compiler by a pragma. unroll_explicit still expands the register
+ * tile's loops (leaf_loop), where expansion turns the accumulator into
+ * named registers; expanding the loops around it as well only multiplied
+ * the source the compiler has to read (BENCHMARKS.md, measurement
+ * throughput). */
 static int64_t auto_unroll(ir_stmt *s, int64_t max, int expl)
 {
 	int64_t worst = 1;
@@ -981,7 +1026,7 @@ static int64_t auto_unroll(ir_stmt *s, int64_t max, int expl)
 		if (s->kind == IR_FOR && s->ann == ANN_NONE && max > 0 && n <= max &&
 		    ir_const(s->extent, &e)) {
 			s->ann = ANN_UNROLL;
-			s->explicit_unroll = expl;
+			s->explicit_unroll = expl && body_guards_on(s->body, s);
 		}
 		if (n > worst)
 			worst = n;

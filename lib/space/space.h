@@ -30,7 +30,9 @@
  *                    its declaration: the block of a blocked layout); then
  *                    vec has that one candidate and tile_AXIS only 1x1xE
  *   unroll           auto_unroll_max_step: 0, 16, 64, 512
- *   unroll_explicit  1: unroll in the generated C; 0: leave it to the compiler
+ *   unroll_explicit  1: unroll the register tile (and loops a padding check
+ *                    depends on) in the generated C, the rest by pragma;
+ *                    0: leave it all to the compiler (lower.c, emit_c.h)
  *   pack_<input>     copy an input into a tile-ordered (and padded) layout
  *                    before the main loop nest (order 2: the panel read in
  *                    panels, see above)

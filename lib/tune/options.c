@@ -90,6 +90,7 @@ const tn_optdesc tn_optdescs[] = {
 	/* the measurement options (common to measure and tune: cmd's ms_cli) */
 	{ "jobs", NULL, TN_INT, F(ms.jobs), 1, 4096, NULL, NULL, 0 },
 	{ "build_timeout", NULL, TN_DBL, F(ms.build_timeout), 0, BIG, NULL, NULL, 0 },
+	{ "build_adapt", NULL, TN_DBL, F(ms.build_adapt), 0, BIG, NULL, NULL, 0 },
 	{ "number", NULL, TN_INT, F(ms.run.number), 0, 1e9, NULL, NULL, 0 },
 	{ "repeat", NULL, TN_INT, F(ms.run.repeat), 1, 1e9, NULL, NULL, 0 },
 	{ "min_repeat_ms", NULL, TN_DBL, F(ms.run.min_repeat_ms), 0, BIG, NULL, NULL, 0 },

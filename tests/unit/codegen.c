@@ -344,6 +344,76 @@ TEST(test_panels)
 	                      "pack_A=0;pack_B=1"), 0);
 }
 
+/* Whether every "#pragma GCC unroll N" of the C of task under config is
+ * followed by a loop of a constant trip count that N divides (no remainder
+ * loop for the compiler to build); -1 if it cannot be built, else the
+ * number of pragmas, or 0 with *bad set. */
+static int pragmas_divide(const char *task, const char *config, int *bad)
+{
+	char *src = kernel_text(task, config, 0);
+	int n = 0;
+	*bad = 0;
+	if (!src)
+		return -1;
+	for (const char *p = src; (p = strstr(p, "#pragma GCC unroll ")); p++) {
+		long u = strtol(p + 19, NULL, 10), e = 0;
+		const char *f = strstr(p, "for (long "), *lt = f ? strstr(f, " < ") : NULL;
+		if (lt)
+			e = strtol(lt + 3, NULL, 10);
+		if (u < 2 || e <= 0 || e % u)
+			*bad = 1;
+		n++;
+	}
+	free(src);
+	return n;
+}
+
+/* Unrolling costs compile time, so the emitter spends it where it makes
+ * the kernel faster: with unroll_explicit, the register tile is expanded
+ * (its accumulators become named registers) but the loops around it that
+ * auto-unroll picks are left to the compiler by a pragma, unless a padding
+ * guard depends on them (test_tightened); a pragma's count divides its
+ * loop; a tile too large for the expansion budget stays an array. */
+TEST(test_unroll_budget)
+{
+	/* GEMM: a 4 x 16 register tile, its 4-step reduction loop auto-unrolled */
+	const char *gemm = "dense:m=64,n=48,k=32";
+	const char *gc = "tile_i=4x4x4;tile_j=3x1x16;tile_r=8x4;order=0;vec=j;unroll=512;"
+	                 "unroll_explicit=1;pack_A=1;pack_B=1";
+	CHECK_EQ_INT(count_lines(gemm, gc, 0, "_acc["), 0);
+	CHECK_EQ_INT(count_lines(gemm, gc, 0, "for (long r_1"), 1);
+	CHECK(count_lines(gemm, gc, 0, "#pragma GCC unroll 4") >= 1);
+	check_configs(gemm, gc, 0, "native");
+
+	/* a 1x1 convolution's 448-float scalar tile with a 4-step reduction:
+	 * 966 lines when the reduction was expanded as well */
+	const char *c1 = "conv2d:c=64,h=56,w=56,k=128,r=1,s=1,stride=2";
+	const char *c1c = "tile_f=4x1x32;tile_y=1x2x14;tile_x=14x2x1;tile_rc=16x4;order=0;vec=x;"
+	                  "unroll=64;unroll_explicit=1;pack_I=0;pack_W=0";
+	int lines = count_lines(c1, c1c, 0, "");
+	CHECK(lines > 0 && lines < 700);
+
+	/* nested pragmas over a gathered 8 x 8 tile: within budget, divisors */
+	int bad;
+	const char *dw = "depthwise_conv2d:c=144,h=56,w=56,pad=1";
+	const char *dwc = "tile_f=18x1x8;tile_y=7x1x8;tile_x=1x7x8;tile_ry=1x3;tile_rx=2x2;"
+	                  "order=2;vec=f;unroll=64;unroll_explicit=0;pack_I=0;pack_W=0";
+	CHECK(pragmas_divide(dw, dwc, &bad) > 0);
+	CHECK_EQ_INT(bad, 0);
+	CHECK(count_lines(dw, dwc, 0, "#pragma GCC unroll 8") < 6);
+	check_configs("depthwise_conv2d:c=16,h=12,w=9,pad=1", "tile_f=2x1x8;tile_y=2x1x8;"
+	              "tile_x=2x1x8;tile_ry=1x3;tile_rx=2x2;order=2;vec=f;unroll=64;"
+	              "unroll_explicit=0;pack_I=0;pack_W=0", 0, "native");
+
+	/* 112 accumulators of 6 floats: past the budget, an array */
+	const char *c3 = "conv2d:c=64,h=56,w=56,k=64,pad=1";
+	const char *c3c = "tile_f=2x6x6;tile_y=4x2x8;tile_x=2x2x14;tile_rc=64x1;tile_ry=1x3;"
+	                  "tile_rx=3x1;order=0;vec=f;unroll=0;unroll_explicit=1;pack_I=0;pack_W=1";
+	CHECK(count_lines(c3, c3c, 0, "_acc[") > 0);
+	CHECK(pragmas_divide(c3, c3c, &bad) >= 0);
+	CHECK_EQ_INT(bad, 0);
+}
+
 TEST(test_winograd)
 {
 	check_task("conv2d_winograd:c=3,h=7,w=9,k=4,m=2", 4, "native");
@@ -370,4 +440,5 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_panels, test_winograd, test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_panels, test_unroll_budget, test_winograd,
+          test_other_targets, test_teardown)
