@@ -417,9 +417,12 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 				rc = sr_set_add(&t->visited, sp_index(t->space, &chunk[i]));
 				t->ml2_dropped++;
 				int at = nrej < want ? nrej++ : -1;
-				for (int j = 0; at < 0 && j < nrej; j++)
-					if (rej_p[j] < pv[i] && (at < 0 || rej_p[j] < rej_p[at]))
-						at = j;
+				if (at < 0) { /* full: in place of the least likely, if below */
+					at = 0;
+					for (int j = 1; j < nrej; j++)
+						at = rej_p[j] < rej_p[at] ? j : at;
+					at = rej_p[at] < pv[i] ? at : -1;
+				}
 				if (at >= 0) {
 					rej[at] = chunk[i];
 					rej_p[at] = pv[i];
