@@ -24,19 +24,7 @@
 static int full_check(tk_store *s)
 {
 	sqlite3_stmt *st;
-	char *zOk = NULL;
-	int found, rc = store_prepare(s, "PRAGMA integrity_check(1)", &st);
-	if (rc)
-		return rc;
-	rc = store_step_text(s, st, &zOk, &found);
-	sqlite3_finalize(st);
-	for (char *p = zOk; p && *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-	if (!rc && (!found || !zOk || strcmp(zOk, "ok")))
-		rc = tk_seterr(TK_ECORRUPT, "%s: record store is damaged (%s)", store_path(s),
-		               zOk ? zOk : "integrity_check returned nothing");
-	free(zOk);
+	int rc = store_check_pragma(s, "integrity_check");
 	if (rc || (rc = store_prepare(s, "PRAGMA foreign_key_check", &st)))
 		return rc;
 	int src = sqlite3_step(st);

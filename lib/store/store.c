@@ -390,18 +390,17 @@ static int schema_migrate(tk_store *s)
 	return store_exec_sql(s, zSql);
 }
 
-/* Check the version and the tables, then switch to WAL and migrate if
- * needed and allowed. Nothing is written to a file until it has shown to be
- * a tunekit store (or empty), so refusing a file leaves it as it was. */
 /* SQLite's quick_check (the b-trees and their pages, not the indexes'
- * contents): a damaged store is refused when it is opened, before a
- * command has printed or written anything. */
-static int quick_check(tk_store *s)
+ * contents) is what a store gets when it is opened: a damaged store is
+ * refused before a command has printed or written anything. */
+int store_check_pragma(tk_store *s, const char *pragma)
 {
 	sqlite3_stmt *st;
-	char *zOk = NULL;
-	int found, rc = store_prepare(s, "PRAGMA quick_check(1)", &st);
-	if (rc)
+	char *zOk = NULL, zSql[64];
+	int found, rc;
+	assert(!strcmp(pragma, "quick_check") || !strcmp(pragma, "integrity_check"));
+	snprintf(zSql, sizeof zSql, "PRAGMA %s(1)", pragma);
+	if ((rc = store_prepare(s, zSql, &st)))
 		return rc;
 	rc = store_step_text(s, st, &zOk, &found);
 	sqlite3_finalize(st);
@@ -410,11 +409,14 @@ static int quick_check(tk_store *s)
 			*p = ' '; /* one line: "*** in database main *** Page 6: ..." */
 	if (!rc && (!found || !zOk || strcmp(zOk, "ok")))
 		rc = tk_seterr(TK_ECORRUPT, "%s: record store is damaged (%s)", s->zPath,
-		               zOk ? zOk : "quick_check returned nothing");
+		               zOk ? zOk : "the check returned nothing");
 	free(zOk);
 	return rc;
 }
 
+/* Check the version and the tables, then switch to WAL and migrate if
+ * needed and allowed. Nothing is written to a file until it has shown to be
+ * a tunekit store (or empty), so refusing a file leaves it as it was. */
 static int store_setup(tk_store *s, int flags)
 {
 	int64_t v;
@@ -426,7 +428,7 @@ static int store_setup(tk_store *s, int flags)
 	else if (v == STORE_VERSION)
 		rc = schema_check(s, 0, &nTable);
 	/* else an older tunekit store: its tables are checked after migrating */
-	if (rc || (v > 0 && (rc = quick_check(s))))
+	if (rc || (v > 0 && (rc = store_check_pragma(s, "quick_check"))))
 		return rc;
 
 	if (flags & STORE_READONLY) {

@@ -34,6 +34,10 @@ char *store_uri(const char *path, const char *query);
 int store_err(tk_store *s, int rc);
 /* A one-shot statement (finalize it yourself). */
 int store_prepare(tk_store *s, const char *zSql, sqlite3_stmt **out);
+/* SQLite's check pragma ("quick_check" or "integrity_check") of s:
+ * TK_OK, or TK_ECORRUPT "PATH: record store is damaged (WHAT)" in one
+ * line. */
+int store_check_pragma(tk_store *s, const char *pragma);
 /* Reset a statement and clear its bindings. */
 void store_stmt_reset(sqlite3_stmt *st);
 /* Step to the end ignoring rows, then reset. */
