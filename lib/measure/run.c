@@ -311,19 +311,28 @@ static void sig_putu(char *buf, size_t *n, size_t cap, unsigned long long v)
 	buf[*n] = 0;
 }
 
+/* The start of the file at path (a /proc file) into buf[size], terminated:
+ * its length, 0 if it cannot be read (async-signal-safe). */
+static ssize_t read_head(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t k = read(fd, buf, size - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	buf[k] = 0;
+	return k;
+}
+
 /* The data size of this process (VmData) in bytes, 0 if unknown
  * (async-signal-safe). */
 static unsigned long long vm_data_bytes(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_head("/proc/self/status", buf, sizeof buf))
 		return 0;
-	ssize_t k = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (k <= 0)
-		return 0;
-	buf[k] = 0;
 	char *p = strstr(buf, "\nVmData:");
 	if (!p)
 		return 0;
@@ -1009,14 +1018,8 @@ static long parent_of(long pid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_head(path, buf, sizeof buf))
 		return 0;
-	ssize_t k = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (k <= 0)
-		return 0;
-	buf[k] = 0;
 	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
 	char *p = strrchr(buf, ')');
 	long ppid = 0;
