@@ -6,14 +6,7 @@
 
 # Four tiny tasks; 16 trials are one round of 4 each, all of them drawn
 # before the first model fit, so one process and four shards choose alike.
-cat >tiny.tsv <<'EOF'
-# four tiny dense layers
-weight	task
-1	dense:k=8,m=8,n=8
-2	dense:k=16,m=8,n=8
-1	dense:k=8,m=16,n=16
-1	dense:k=16,m=16,n=8
-EOF
+cp "$TEST_DIR/data/tiny-network.tsv" tiny.tsv
 FAST='--repeat 1 --min-repeat-ms 1 --confirm 0 --trials 16 --seed 7'
 
 # The (task, config) pairs of a store's measurements, sorted.

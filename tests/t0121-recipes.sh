@@ -8,14 +8,7 @@
 # in a merged store holding what one process tunes, and report best.
 . "$(dirname "$0")/lib.sh"
 
-cat >tiny.tsv <<'EOF'
-# four tiny dense layers
-weight	task
-1	dense:k=8,m=8,n=8
-2	dense:k=16,m=8,n=8
-1	dense:k=8,m=16,n=16
-1	dense:k=16,m=16,n=8
-EOF
+cp "$TEST_DIR/data/tiny-network.tsv" tiny.tsv
 TUNEKIT=$TUNEKIT_BIN
 TRIALS=16
 TUNE='--repeat 1 --min-repeat-ms 1 --confirm 0'
