@@ -345,6 +345,8 @@ static unsigned long long vm_data_bytes(void)
 	return kb * 1024;
 }
 
+static void write_all(int fd, const void *p, size_t n); /* async-signal-safe */
+
 /* Report child_result with error and msg, from a signal handler, and end
  * the child. A second thread trapping meanwhile waits for the end. */
 static void child_report_trap(int error, const char *msg)
@@ -357,17 +359,7 @@ static void child_report_trap(int error, const char *msg)
 	r->nrepeat = 0;
 	memcpy(r->msg, msg, sizeof r->msg);
 	r->msg[sizeof r->msg - 1] = 0;
-	const char *s = (const char *)r;
-	size_t left = sizeof *r;
-	while (left > 0) {
-		ssize_t k = write(child_pipe, s, left);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		s += k;
-		left -= (size_t)k;
-	}
+	write_all(child_pipe, r, sizeof *r);
 	_exit(0);
 }
 
