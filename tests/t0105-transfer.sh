@@ -257,12 +257,4 @@ else
 	echo "# $KT: Kernel Tuner data not readable, skipping its tests"
 fi
 
-test_expect_success 'the man page documents every option of --help' '
-	tunekit transfer --help >help &&
-	sed "/^common options:/,\$d" help | grep -o -- "--[a-z][a-z-]*" | sort -u >opts &&
-	test -s opts &&
-	mandoc -Tascii "$TOP/man/tunekit-transfer.1" | col -b >page &&
-	for o in $(cat opts); do grep -q -- "$o" page || { echo "undocumented: $o"; exit 1; }; done
-'
-
 test_done
