@@ -41,8 +41,8 @@
 #             ./parallel-work)
 #
 # Exit status: 0 when every shard was tuned and merged; GNU parallel's
-# status (the number of failed jobs) when some failed; merge's or report's
-# status when those fail.
+# status (the number of failed jobs) when some failed; 1 when a shard's
+# store did not come back; merge's or report's status when those fail.
 set -u
 [ $# -ge 2 ] || { echo "usage: parallel.sh NETWORK OUT.db [SSHLOGIN...]" >&2; exit 2; }
 net=$1
@@ -90,9 +90,12 @@ if [ $status -ne 0 ]; then
 	echo "parallel.sh: $status shard(s) failed (see $work/joblog); run again to retry them" >&2
 	exit $status
 fi
+# GNU parallel counts a job whose command never ran remotely (no login
+# shell there, say) as done: a store that did not come back is an error.
 i=1
 dbs=
 while [ $i -le "$shards" ]; do
+	[ -s "shard-$i.db" ] || { echo "parallel.sh: shard $i's store did not come back ($work/shard-$i.db)" >&2; exit 1; }
 	dbs="$dbs shard-$i.db"
 	i=$((i + 1))
 done

@@ -91,6 +91,14 @@ tsv_count() {
 	awk 'NR > 1' "$1" | wc -l
 }
 
+# test_rows FILE N: FILE holds N records under its header (says how many if not)
+test_rows() {
+	set -- "$1" "$2" "$(tsv_count "$1")"
+	[ "$3" -eq "$2" ] && return 0
+	echo "test_rows: $1 has $3 records, expected $2"
+	return 1
+}
+
 sql() {
 	sqlite3 "$TUNEKIT_DB" "$@"
 }

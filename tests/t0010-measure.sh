@@ -7,7 +7,7 @@ CONV='conv2d:c=4,h=10,w=10,k=8,pad=1'
 
 test_expect_success 'measure records reference-checked latencies for dense and conv2d' '
 	tunekit measure -q --task $DENSE --task $CONV --sample 4 --naive >out &&
-	test $(tsv_count out) -eq 10 &&
+	test_rows out 10 &&
 	test "$(awk -F"\t" "NR > 1 && \$7 != 1" out | wc -l)" -eq 0 &&
 	test "$(sql "SELECT COUNT(*) FROM measurement WHERE valid AND median > 0 AND nrepeat = 5")" -eq 10 &&
 	test "$(sql "SELECT COUNT(DISTINCT task_id) FROM config")" -eq 2 &&
@@ -32,7 +32,7 @@ test_expect_success 'canonical task keys: order of keys and defaults do not matt
 # configuration counts with its median record (the (n/2+1)-th fastest).
 test_expect_success 'report best picks the configuration with the fastest median record per task' '
 	tunekit report best >best &&
-	test $(tsv_count best) -eq 2 &&
+	test_rows best 2 &&
 	for t in $(awk -F"\t" "NR > 1 { print \$2 }" best); do
 		min=$(sql "SELECT c.id, m.median FROM measurement m JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id WHERE m.valid AND t.key = '\''$t'\'' ORDER BY c.id, m.median" |
 			awk -F"|" "\$1 != c { if (n) print v[int(n / 2) + 1]; c = \$1; n = 0 } { v[++n] = \$2 }
@@ -46,9 +46,9 @@ test_expect_success 'report best picks the configuration with the fastest median
 test_expect_success 'measure --config - reads TASK<TAB>CONFIG lines and record streams' '
 	tunekit report best | cut -f2,3 | tail -n +2 >pairs &&
 	tunekit measure -q --config - <pairs >out &&
-	test $(tsv_count out) -eq 2 &&
+	test_rows out 2 &&
 	tunekit report best | tunekit measure -q --config - >out2 &&
-	test $(tsv_count out2) -eq 2
+	test_rows out2 2
 '
 
 test_expect_success 'measure output feeds cut in a pipeline' '

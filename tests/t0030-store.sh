@@ -47,7 +47,7 @@ test_expect_success 'a store in a directory the user cannot write is read (repor
 	rm -f ro/s.db-wal ro/s.db-shm && chmod 755 ro && chmod 644 ro/s.db &&
 	chmod 755 "$TRASH" &&
 	runuser -u nobody -- "$TUNEKIT_BIN" report --db "$TRASH/ro/s.db" best --format tsv >out 2>err &&
-	test $(tsv_count out) -eq 1 &&
+	test_rows out 1 &&
 	mkdir -m 777 expdir &&
 	runuser -u nobody -- "$TUNEKIT_BIN" export --db "$TRASH/ro/s.db" --out "$TRASH/expdir/k" >/dev/null 2>err &&
 	test -e expdir/k/Makefile
@@ -73,7 +73,7 @@ test_expect_success 'a run killed at any moment leaves a consistent store' '
 	test "$(sqlite3 kill.db "SELECT ended IS NULL FROM run")" -eq 1 &&
 	tunekit measure -q --db kill.db --task $TASK --naive >/dev/null &&
 	test "$(sqlite3 kill.db "SELECT COUNT(*) FROM measurement")" -eq $((k + 1)) &&
-	tunekit report --db kill.db runs >runs && test $(tsv_count runs) -eq 2
+	tunekit report --db kill.db runs >runs && test_rows runs 2
 '
 
 test_expect_success 'SIGINT stops after the batch in flight and keeps it' '
@@ -94,7 +94,7 @@ test_expect_success 'SIGINT stops after the batch in flight and keeps it' '
 test_expect_success 'a reader in a pipeline does not block the writer' '
 	tunekit measure -q --db pipe.db --task $TASK --sample 3 |
 		tunekit measure -q --db pipe.db --config - >out &&
-	test $(tsv_count out) -eq 3
+	test_rows out 3
 '
 
 test_done

@@ -15,7 +15,7 @@ feat_n() {
 
 test_expect_success 'setup: measure dense and conv2d configurations' '
 	tunekit measure -q --task $DENSE --task $CONV --sample 3 --naive --repeat 1 >m.tsv &&
-	test $(tsv_count m.tsv) -eq 8
+	test_rows m.tsv 8
 '
 
 test_expect_success 'itervar, knob and curve vectors have the documented lengths' '
@@ -93,7 +93,7 @@ test_expect_success 'a measure stream passes through unchanged; only its configu
 	sqlite3 s.db "DELETE FROM feature" &&
 	tunekit measure -q --db s.db --task $CONV --sample 2 --seed 5 --repeat 1 | tee teed |
 		tunekit extract-features -q --db s.db --kind itervar - >passed &&
-	test $(tsv_count passed) -eq 2 &&
+	test_rows passed 2 &&
 	test_cmp teed passed &&
 	test "$(sqlite3 s.db "SELECT COUNT(*) FROM feature")" -eq 2 &&
 	ids=$(awk -F"\t" "NR > 1 { printf \"%s%s\", s, \$1; s = \",\" }" passed) &&

@@ -10,7 +10,7 @@ T3='dense:m=8,n=32,k=24'
 
 test_expect_success 'setup: three small dense tasks with knob features' '
 	tunekit measure -q --task $T1 --task $T2 --task $T3 --sample 12 --repeat 1 >m.tsv &&
-	test $(tsv_count m.tsv) -eq 36 &&
+	test_rows m.tsv 36 &&
 	tunekit extract-features -q --kind knob &&
 	test "$(sql "SELECT COUNT(*) FROM feature WHERE kind = '\''knob'\''")" -eq 36
 '
@@ -19,7 +19,7 @@ test_expect_success 'train holds out a third of the tasks and prints the metrics
 	tunekit train --feature knob --holdout 0.34 --out m.model >out 2>err &&
 	printf "set\trows\ttasks\trmse\tmse\tmse_d\ttop1\ttop5\tspearman\n" >want &&
 	head -1 out >hdr && test_cmp want hdr &&
-	test $(tsv_count out) -eq 2 &&
+	test_rows out 2 &&
 	test "$(tsv_col out set 2)" = train && test "$(tsv_col out set 3)" = holdout &&
 	test "$(tsv_col out tasks 2)" -eq 2 && test "$(tsv_col out tasks 3)" -eq 1 &&
 	test $(( $(tsv_col out rows 2) + $(tsv_col out rows 3) )) -eq 36 &&
@@ -78,7 +78,7 @@ test_expect_success '--holdout-task holds out the named task, in any spelling' '
 
 test_expect_success 'reg objective; no holdout trains --rounds rounds (200 by default)' '
 	tunekit train -q --feature knob --objective reg --rounds 7 --out r.model >outr &&
-	test $(tsv_count outr) -eq 1 && test "$(tsv_col outr set)" = train &&
+	test_rows outr 1 && test "$(tsv_col outr set)" = train &&
 	grep -a -q "^objective reg:squarederror$" r.model && grep -a -q "^rounds 7$" r.model &&
 	grep -a -q "^n_holdout 0$" r.model && ! grep -a -q "^holdout_" r.model &&
 	tunekit train -q --feature knob --tree-method hist --out r.model >/dev/null &&

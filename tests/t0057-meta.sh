@@ -62,7 +62,7 @@ test_expect_success 'tune --meta fine-tunes a copy per task on every batch of a 
 	cp m.model before.model &&
 	tunekit tune -q --db tune.db --task $SMALL --trials 8 --batch 4 --meta m.model \
 		--sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >recs &&
-	test $(tsv_count recs) -eq 8 &&
+	test_rows recs 8 &&
 	test "$(sqlite3 tune.db "SELECT method FROM run")" = "tune/meta+sa" &&
 	sqlite3 tune.db "SELECT params FROM run" | grep -q "^feature=graph$" &&
 	test "$(sqlite3 tune.db "SELECT COUNT(*) FROM measurement WHERE valid")" -gt 0 &&
@@ -73,11 +73,11 @@ test_expect_success 'tune --meta fine-tunes a copy per task on every batch of a 
 test_expect_success 'batch Bayesian optimisation (--search bo) with meta and with rfei' '
 	tunekit tune -q --db bo.db --task $SMALL --trials 8 --batch 4 --meta m.model --search bo \
 		--sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >recs &&
-	test $(tsv_count recs) -eq 8 && test "$(cut -f5 recs | sort -u | wc -l)" -eq 9 &&
+	test_rows recs 8 && test "$(cut -f5 recs | sort -u | wc -l)" -eq 9 &&
 	tunekit tune -q --db bo.db --task $SMALL --trials 8 --batch 4 --plan-size 4 --model rfei \
 		--search bo --bo-kappa 1 --sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 \
 		--min-repeat-ms 1 >recs &&
-	test $(tsv_count recs) -eq 8 &&
+	test_rows recs 8 &&
 	test "$(sqlite3 bo.db "SELECT group_concat(method, '\'' '\'') FROM run")" = "tune/meta+bo tune/rfei+bo" &&
 	test_expect_code 2 tunekit tune --db bo.db --task $SMALL --trials 4 --search bo 2>err &&
 	grep -q "bo needs a model with uncertainty: --model rfei, meta" err

@@ -67,7 +67,7 @@ test_expect_success 'importing the files again adds nothing' '
 
 test_expect_success 'report best lists the imported tasks' '
 	tunekit report best >best &&
-	test $(tsv_count best) -eq 5 &&
+	test_rows best 5 &&
 	test $(grep -c "	kt:convolution_kernel:4096x4096	" best) -eq 3 &&
 	test $(grep -c "	kt:Xgemm:4096x4096	" best) -eq 2 &&
 	grep "	kt:Xgemm:4096x4096	" best | cut -f3 | grep -q "^MWG=[0-9]*;NWG=[0-9]*;KWG=32;" &&

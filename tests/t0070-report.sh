@@ -17,7 +17,7 @@ test_expect_success 'curve prints one row per measurement, best so far never fal
 	tunekit report curve --run 1 >curve &&
 	printf "run\ttask\ttrial\tseconds\tbest_gflops\tbest_latency_s\tunit\n" >want &&
 	head -1 curve >hdr && test_cmp want hdr &&
-	test $(tsv_count curve) -eq 12 &&
+	test_rows curve 12 &&
 	test "$(awk -F"\t" "NR > 1 && \$1 != 1" curve | wc -l)" -eq 0 &&
 	awk -F"\t" "NR > 1 { if (\$2 != t) { t = \$2; n = 0; b = 0 } n++; if (\$3 != n) bad = 1;
 		if (\$5 != \"\") { if (\$5 + 0 < b) bad = 1; b = \$5 + 0 }
@@ -27,7 +27,7 @@ test_expect_success 'curve prints one row per measurement, best so far never fal
 
 test_expect_success 'the final best of a curve is the run best of its task' '
 	tunekit report curve --run 2 --task $DENSE >curve2 &&
-	test $(tsv_count curve2) -eq 6 &&
+	test_rows curve2 6 &&
 	test "$(awk -F"\t" "NR > 1 { print \$2 }" curve2 | sort -u)" = "$DENSE_KEY" &&
 	min=$(sql "SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id WHERE m.valid AND m.run_id = 2 AND t.key = '\''$DENSE_KEY'\''") &&
 	got=$(tail -1 curve2 | cut -f6) &&
@@ -63,7 +63,7 @@ test_expect_success 'compare has one row per task and a summary row' '
 	tunekit report compare --run 1 --run 2 >cmp &&
 	printf "task\tcovered\tr1_trials_to_95\tr1_seconds_to_95\tr1_final_gflops\tr1_ratio\tr2_trials_to_95\tr2_seconds_to_95\tr2_final_gflops\tr2_ratio\tbest_known_gflops\tunit\n" >want &&
 	head -1 cmp >hdr && test_cmp want hdr &&
-	test $(tsv_count cmp) -eq 3 &&
+	test_rows cmp 3 &&
 	test "$(tail -1 cmp | cut -f1)" = all &&
 	test "$(awk -F"\t" "NR > 1 && \$2 != \"2/2\"" cmp | wc -l)" -eq 0 &&
 	test "$(awk -F"\t" "NR > 1 && \$1 != \"all\" && \$6 != \"1.000\"" cmp | wc -l)" -eq 0 &&
@@ -75,7 +75,7 @@ test_expect_success 'compare has one row per task and a summary row' '
 test_expect_success 'compare marks tasks only some runs covered' '
 	tunekit measure -q --task $DENSE --sample 2 --seed 3 >/dev/null &&
 	tunekit report compare --run 3 --run 1 >cmp3 &&
-	test $(tsv_count cmp3) -eq 3 &&
+	test_rows cmp3 3 &&
 	test "$(awk -F"\t" "NR > 1 && \$2 == \"1/2\"" cmp3 | wc -l)" -eq 1 &&
 	awk -F"\t" "\$2 == \"1/2\" { exit !(\$3 == \"\" && \$5 == \"\" && \$7 != \"\") }" cmp3
 '
@@ -85,7 +85,7 @@ test_expect_success 'compare --network sums the network tasks with their weights
 	tunekit report compare --run 1 --run 2 --network ./net.tsv >cmpn &&
 	test "$(tail -1 cmpn | cut -f1)" = network:net.tsv &&
 	tunekit report curve --run 1 --network ./net.tsv >curven &&
-	test $(tsv_count curven) -eq 12 &&
+	test_rows curven 12 &&
 	test "$(awk -F"\t" "NR > 1 { print \$2 }" curven | sort -u)" = network:net.tsv &&
 	test "$(tail -1 curven | cut -f3)" -eq 12 &&
 	want=$(sql "SELECT SUM(CASE WHEN t.key = '\''$DENSE_KEY'\'' THEN 2 ELSE 1 END * b) FROM (SELECT c.task_id, MIN(m.median) AS b FROM measurement m JOIN config c ON c.id = m.config_id WHERE m.valid AND m.run_id = 1 GROUP BY c.task_id) JOIN task t ON t.id = task_id") &&
@@ -107,7 +107,7 @@ holdout_top1 0.9
 n_train 321
 feature itervar'\'')" &&
 	tunekit report model >models &&
-	test $(tsv_count models) -eq 1 &&
+	test_rows models 1 &&
 	test "$(tsv_col models holdout_rmse)" = 0.125 &&
 	test "$(tsv_col models n_train)" = 321 &&
 	test "$(tsv_col models feature)" = itervar &&

@@ -12,12 +12,12 @@ depthwise_conv2d_n1_c3_h7_w5_r3_s3_stride1_pad1 conv2d_winograd_n1_c2_h7_w5_k3_p
 
 test_expect_success 'measure four small tasks' '
 	tunekit measure -q --task $DENSE --task $CONV --task $DW --task $WINO --sample 4 >m &&
-	test $(tsv_count m) -eq 16
+	test_rows m 16
 '
 
 test_expect_success 'export writes a kernel and a header per task, and the shared files' '
 	tunekit export --out k >out 2>err &&
-	test $(tsv_count out) -eq 4 &&
+	test_rows out 4 &&
 	head -1 out >hdr &&
 	printf "id\ttask\tconfig\thw\tkernel\tlatency_s\tgflops\n" >want &&
 	test_cmp want hdr &&
@@ -86,7 +86,7 @@ test_expect_success 'export again replaces the files it writes' '
 
 test_expect_success '--task exports only that task, in any spelling, once' '
 	tunekit export -q --task "dense:k=16,n=40,m=24" -t $DENSE --out k1 >out &&
-	test $(tsv_count out) -eq 1 &&
+	test_rows out 1 &&
 	ls k1 | sort >files &&
 	printf "Makefile\nREADME\ndense_m24_n40_k16.c\ndense_m24_n40_k16.h\nref_kernels.c\ntest_kernels.c\n" >want &&
 	test_cmp want files &&
@@ -96,7 +96,7 @@ test_expect_success '--task exports only that task, in any spelling, once' '
 test_expect_success '--network with a TSV file of small tasks; missing tasks warn' '
 	printf "# small tasks\nweight\ttask\n2\t%s\n1\t%s\n1\tdense:m=3,n=3,k=3\n" $DW $WINO >small.tsv &&
 	tunekit export -q --network ./small.tsv --out k2 >out 2>err &&
-	test $(tsv_count out) -eq 2 &&
+	test_rows out 2 &&
 	grep -q "warning: dense:k=3,m=3,n=3: no valid record on hardware" err &&
 	test $(grep -c "^[a-z0-9_]*\.o: [a-z0-9_]*\.c [a-z0-9_]*\.h$" k2/Makefile) -eq 2 &&
 	make -C k2 >log 2>&1 && test $(grep -c "^OK " log) -eq 2
@@ -104,7 +104,7 @@ test_expect_success '--network with a TSV file of small tasks; missing tasks war
 
 test_expect_success 'exported records are a record stream measure reads' '
 	tunekit export -q --task $DENSE --task $DW --out k3 | tunekit measure -q --config - >again &&
-	test $(tsv_count again) -eq 2 &&
+	test_rows again 2 &&
 	test "$(awk -F"\t" "NR > 1 && \$7 != 1" again | wc -l)" -eq 0
 '
 
@@ -119,7 +119,7 @@ test_expect_success '--hardware picks the records (and the target) of another ha
 	tunekit measure -q --target cpu:isa=sse2 --task $DENSE --sample 2 >m2 &&
 	hw=$(tsv_col m2 hw) &&
 	tunekit export -q --hardware $hw --out k5 >out &&
-	test $(tsv_count out) -eq 1 &&
+	test_rows out 1 &&
 	test "$(tsv_col out hw)" = "$hw" &&
 	grep -q "^CFLAGS = .*-march=x86-64" k5/Makefile &&
 	grep -q "isa=sse2" k5/dense_m24_n40_k16.h &&

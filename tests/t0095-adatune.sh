@@ -42,7 +42,7 @@ csa() {
 test_expect_success 'rfei+csa runs, and a seeded replay repeats exactly' '
 	csa a.db smooth | cut -f 3-10 >a &&
 	csa b.db smooth | cut -f 3-10 >b &&
-	test_cmp a b && test $(tsv_count a) -eq 96 &&
+	test_cmp a b && test_rows a 96 &&
 	csa c.db smooth 2 | cut -f 3-10 >c && ! cmp -s a c &&
 	test "$(sqlite3 a.db "SELECT method FROM run")" = "tune/rfei+csa"
 '
@@ -61,7 +61,7 @@ test_expect_success 'epsilon is logged per fit, in [0, 1], and rises when the en
 test_expect_success 'rfei with plain sa, and csa without rfei is refused' '
 	tunekit tune -q --db s.db --replay data.db --replay-hardware "kt:synthetic smooth" \
 		--task kt:synth:64x64 --feature knob --model rfei --search sa --trials 40 --plan-size 16 >out &&
-	test $(tsv_count out) -eq 40 &&
+	test_rows out 40 &&
 	test "$(sqlite3 s.db "SELECT COUNT(*) FROM run_log WHERE key LIKE '\''epsilon:%'\''")" -eq 0 &&
 	test_expect_code 2 tunekit tune --db s.db --replay data.db --task kt:synth:64x64 \
 		--feature knob --model xgb --search csa --trials 8 2>err &&
@@ -71,7 +71,7 @@ test_expect_success 'rfei with plain sa, and csa without rfei is refused' '
 test_expect_success 'the adaptive evaluator keeps micro-batches and stops under the cap' '
 	tunekit measure -q --db ae.db --task dense:m=64,n=64,k=64 --sample 4 \
 		--number 100 --repeat 5 --evaluator adaptive >out &&
-	test $(tsv_count out) -eq 4 &&
+	test_rows out 4 &&
 	test "$(sqlite3 ae.db "SELECT COUNT(*) FROM measurement
 		WHERE valid AND number = 50 AND nrepeat BETWEEN 3 AND 10")" -eq 4 &&
 	tunekit measure -q --db ae.db --task dense:m=64,n=64,k=64 --sample 2 --seed 2 \

@@ -60,7 +60,7 @@ test_expect_success 'two measuring processes never time at the same time' '
 	p2=$! &&
 	wait $p1 && wait $p2 &&
 	unset TUNEKIT_MEASURE_LOG &&
-	test $(tsv_count a.out) -eq 9 && test $(tsv_count b.out) -eq 9 &&
+	test_rows a.out 9 && test_rows b.out 9 &&
 	test "$(cut -d" " -f1 holds | sort -u | wc -l)" -eq 2 &&
 	test $(wc -l <holds) -eq 10 &&
 	sort -k2,2g holds | awk "NR > 1 && \$2 < end { print \"overlap: \" prev \" / \" \$0; bad = 1 }
@@ -172,7 +172,7 @@ test_expect_success 'a version-2 store gains the load column when next written' 
 	tunekit measure -q --measure-lock "$L" --db v2.db --task $TASK --naive >/dev/null &&
 	test "$(sqlite3 v2.db "PRAGMA user_version")" -eq 3 &&
 	test "$(sqlite3 v2.db "SELECT COUNT(*) FROM measurement WHERE load IS NULL AND id = 1")" -eq 1 &&
-	tunekit report --db v2.db best >best && test $(tsv_count best) -eq 1
+	tunekit report --db v2.db best >best && test_rows best 1
 '
 
 test_expect_success 'a lock path that cannot be a lock is an error' '

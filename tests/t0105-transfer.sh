@@ -75,19 +75,19 @@ test_expect_success 'a transferred model guides a replayed tune on the target' '
 	tunekit tune -q --db runs.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 8 --plan-size 8 --sa-chains 8 \
 		--sa-iters 20 --model-file moses.model >recs &&
-	test $(tsv_count recs) -eq 8
+	test_rows recs 8
 '
 
 test_expect_success 'tune --model-file --adapt: online transfer refits a copy of the model' '
 	tunekit tune -q --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --sa-chains 8 \
 		--sa-iters 20 --model-file tlp.model --adapt moses >recs &&
-	test $(tsv_count recs) -eq 16 &&
+	test_rows recs 16 &&
 	sqlite3 online.db "SELECT params FROM run" | grep -q "^adapt=moses$" &&
 	tunekit tune -q --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --feature knob \
 		--model-file xgb.model --adapt xgb-warm >recs &&
-	test $(tsv_count recs) -eq 16 &&
+	test_rows recs 16 &&
 	test_expect_code 2 tunekit tune --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --model-file xgb.model \
 		--adapt moses 2>err &&
@@ -116,7 +116,7 @@ test_expect_success 'a record stream restricts the target records' '
 		"SELECT m.id AS id, t.key AS task, c.text AS config FROM measurement m
 		 JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id
 		 WHERE m.hardware_id IN (1, 2) AND t.op = '\''conv2d'\'' ORDER BY m.id" >stream &&
-	test $(tsv_count stream) -eq 96 &&
+	test_rows stream 96 &&
 	tunekit transfer -q --model xgb.model --to-hw 2 --method xgb-warm --target-fraction 0.5 \
 		--out s.model - <stream >out &&
 	test "$(tsv_col out rows 3)" -eq 24 && test "$(tsv_col out rows 4)" -eq 24 &&
@@ -226,7 +226,7 @@ if test -r "$KT/convolution_A100.json.gz"; then
 		tunekit tune -q --db ktruns.db --replay kt.db --replay-hardware 2 \
 			--task kt:convolution_kernel:4096x4096 --feature knob --trials 32 \
 			--transfer-from kt.db --transfer-hardware "kt:NVIDIA A100-PCIE-40GB" >recs 2>err &&
-		test $(tsv_count recs) -eq 32 &&
+		test_rows recs 32 &&
 		tunekit tune --db ktruns.db --replay kt.db --replay-hardware 2 \
 			--task kt:convolution_kernel:4096x4096 --feature knob --trials 16 \
 			--transfer-from kt.db --transfer-hardware 1 >recs 2>err &&
@@ -245,7 +245,7 @@ if test -r "$KT/convolution_A100.json.gz"; then
 		m=$(tsv_col runs measured) && p=$(tsv_col runs predicted) &&
 		test "$m" -gt 5 && test "$p" -gt 0 && test $((m - 5 + p)) -eq 200 &&
 		test $((m - 5)) -ge 80 && test $((m - 5)) -le 96 &&
-		test "$(tsv_col runs trials)" -eq "$m" && test $(tsv_count recs) -eq "$m" &&
+		test "$(tsv_col runs trials)" -eq "$m" && test_rows recs "$m" &&
 		grep -q "$m measured and $p answered by the model" err &&
 		test "$(sqlite3 ctl.db "SELECT value FROM run_log WHERE key =
 			'\''trials:predicted:kt:convolution_kernel:4096x4096'\''")" = "$p.0" &&

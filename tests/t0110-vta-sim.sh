@@ -13,7 +13,7 @@ OVER='tile_b=1x1;tile_h=1x28;tile_w=1x28;tile_ci=1x4;tile_co=1x3;oc_nthread=1;h_
 
 test_expect_success 'measure on vta-sim records valid and invalid configurations with reasons' '
 	tunekit measure -q --target $VTA --task $CONV --sample 24 >out 2>err &&
-	test $(tsv_count out) -eq 24 &&
+	test_rows out 24 &&
 	test "$(awk -F"\t" "NR > 1 && \$7 == 1" out | wc -l)" -ge 1 &&
 	test "$(awk -F"\t" "NR > 1 && \$7 == 0" out | wc -l)" -ge 1 &&
 	test "$(sql "SELECT COUNT(*) FROM measurement WHERE valid AND nrepeat = 1 AND median > 0")" \
@@ -58,7 +58,7 @@ test_expect_success 'report best labels simulated records; export refuses them' 
 
 test_expect_success 'tune on vta-sim: knob features, no confirmation, records stored' '
 	tunekit tune -q --db t.db --target $VTA --task $CONV --trials 24 --plan-size 8 >out &&
-	test $(tsv_count out) -eq 24 &&
+	test_rows out 24 &&
 	test "$(sqlite3 t.db "SELECT COUNT(*) FROM measurement")" -eq 24 &&
 	sqlite3 t.db "SELECT params FROM run" | grep -qx "feature=knob" &&
 	test "$(sqlite3 t.db "SELECT method FROM run")" = "tune/xgb+sa" &&

@@ -54,7 +54,7 @@ test_expect_success 'hidden features on vta-sim are the device compiler statisti
 	grep -a -q "^feature hidden$" h.model &&
 	tunekit report importance --model-file h.model --target $VTA --task $CONV >imp &&
 	head -1 imp >hdr && printf "rank\tfeature\tname\tgain\tshare\n" >want && test_cmp want hdr &&
-	test $(tsv_count imp) -eq 34 &&
+	test_rows imp 34 &&
 	tsv_col imp name 2 | grep -qE "^(occupancy|used|insns|uop|tokens|dma_bytes|gemm|alu|tiles|th_|tw_|dummy|threads|uneven|depth)" &&
 	awk -F"\t" "NR > 1 { s += \$5 } END { if (s < 0.99 || s > 1.01) exit 1 }" imp
 '
@@ -76,7 +76,7 @@ test_expect_success 'feat_extract refuses hidden features: extract-features name
 test_expect_success 'tune --model ml2 on vta-sim: V drops, A picks among compiled, the run log says so' '
 	tunekit tune -q --db t.db --target $VTA --task $CONV --model ml2 --alpha 1 --batch 10 \
 		--plan-size 10 --trials 50 --objective reg >out &&
-	test $(tsv_count out) -eq 50 &&
+	test_rows out 50 &&
 	sql_db t.db "SELECT key, value FROM run_log WHERE key LIKE '\''ml2_dropped:%'\''" >dropped &&
 	awk -F"|" "{ s += \$2 } END { if (s < 1) exit 1 }" dropped &&
 	sql_db t.db "SELECT value FROM run_log WHERE key LIKE '\''ml2_compiled:%'\''" >compiled &&
@@ -87,11 +87,11 @@ test_expect_success 'tune --model ml2 on vta-sim: V drops, A picks among compile
 test_expect_success 'report invalid: a row per batch of the run, and an SVG curve' '
 	tunekit report --db t.db invalid >inv &&
 	printf "run\tbatch\tfirst\ttrials\tinvalid\tshare\n" >want && head -1 inv >hdr && test_cmp want hdr &&
-	test $(tsv_count inv) -eq 5 &&
+	test_rows inv 5 &&
 	test "$(tsv_col inv first 3)" -eq 11 &&
 	awk -F"\t" "NR > 1 { s += \$5 } END { print s }" inv >ninv &&
 	test "$(cat ninv)" -eq "$(sql_db t.db "SELECT COUNT(*) FROM measurement WHERE NOT valid")" &&
-	tunekit report --db t.db invalid --batch 25 >inv2 && test $(tsv_count inv2) -eq 2 &&
+	tunekit report --db t.db invalid --batch 25 >inv2 && test_rows inv2 2 &&
 	tunekit report --db t.db invalid --plot inv.svg && grep -q "<svg" inv.svg &&
 	grep -q "Invalid configurations per batch" inv.svg
 '
@@ -99,7 +99,7 @@ test_expect_success 'report invalid: a row per batch of the run, and an SVG curv
 test_expect_success 'the ablations run: V alone compiles nothing' '
 	tunekit tune -q --db a.db --target $VTA --task $CONV --model ml2 --ml2-stages V --batch 10 \
 		--plan-size 10 --trials 30 >out &&
-	test $(tsv_count out) -eq 30 &&
+	test_rows out 30 &&
 	test "$(sql_db a.db "SELECT COALESCE(SUM(value), 0) FROM run_log WHERE key LIKE '\''ml2_compiled:%'\''")" = 0.0 &&
 	tunekit tune -q --db b.db --target $VTA --task $CONV --model ml2 --ml2-stages A --batch 10 \
 		--plan-size 10 --trials 30 >out &&
@@ -109,7 +109,7 @@ test_expect_success 'the ablations run: V alone compiles nothing' '
 test_expect_success 'tune --model ml2 on the CPU compiles candidates for their hidden features' '
 	tunekit tune -q --db cpu.db --task $DENSE --model ml2 --batch 4 --plan-size 4 --trials 12 \
 		--repeat 1 --confirm 0 >out &&
-	test $(tsv_count out) -eq 12 &&
+	test_rows out 12 &&
 	sql_db cpu.db "SELECT value FROM run_log WHERE key LIKE '\''ml2_compiled:%'\''" >compiled &&
 	awk "{ s += \$1 } END { if (s < 8) exit 1 }" compiled
 '

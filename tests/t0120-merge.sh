@@ -21,7 +21,7 @@ test_expect_success 'four shards in four processes, merged, measure what one pro
 		"$TUNEKIT_BIN" tune -q --db s$i.db --network tiny.tsv $FAST --shard $i/4 >s$i.tsv &
 	done &&
 	wait &&
-	for i in 1 2 3 4; do test $(tsv_count s$i.tsv) -eq 4 || return 1; done &&
+	for i in 1 2 3 4; do test_rows s$i.tsv 4 || return 1; done &&
 	md5sum s1.db s2.db s3.db s4.db >inputs.md5 &&
 	tunekit merge all.db s1.db s2.db s3.db s4.db >merge.tsv &&
 	md5sum -c --quiet inputs.md5 &&
@@ -66,7 +66,7 @@ test_expect_success 'merging the same stores again adds nothing' '
 
 test_expect_success 'report best of the merged store has every task of the network' '
 	tunekit report --db all.db best >best &&
-	test $(tsv_count best) -eq 4 &&
+	test_rows best 4 &&
 	awk -F"\t" "NR > 1 { print \$2 }" best | sort >tasks &&
 	awk -F"\t" "NR > 2 { print \$2 }" tiny.tsv | sort >want &&
 	test_cmp want tasks
@@ -166,7 +166,7 @@ test_expect_success 'measure --shard: tasks across shards, or one task s configu
 		tunekit measure -q --db c$i.db -t $T -n 5 --naive --repeat 1 --min-repeat-ms 1 \
 			--shard $i/4 >c$i.tsv || return 1
 	done &&
-	test $(tsv_count c1.tsv) -eq 2 && test $(tsv_count c4.tsv) -eq 1 &&
+	test_rows c1.tsv 2 && test_rows c4.tsv 1 &&
 	tunekit merge -q cm.db c1.db c2.db c3.db c4.db >/dev/null &&
 	pairs c.db >want && pairs cm.db >got && test $(wc -l <want) -eq 6 && test_cmp want got
 '

@@ -30,7 +30,7 @@ if command -v parallel >/dev/null 2>&1; then
 	test_expect_success 'parallel.sh on local workers (--sshlogin 2/:)' '
 		WORKDIR=local sh "$TOP/examples/parallel.sh" tiny.tsv par.db 2/: >best 2>err &&
 		pairs par.db >got && test_cmp want got &&
-		test $(tsv_count best) -eq 4 &&
+		test_rows best 4 &&
 		test "$(tsv_col best task 2)" != "" &&
 		test $(wc -l <local/joblog) -eq 5
 	'
@@ -39,7 +39,7 @@ if command -v parallel >/dev/null 2>&1; then
 		sqlite3 par.db "SELECT count(*) FROM measurement" >before &&
 		WORKDIR=local sh "$TOP/examples/parallel.sh" tiny.tsv par.db 2/: >best 2>err &&
 		sqlite3 par.db "SELECT count(*) FROM measurement" >after &&
-		test_cmp before after && test $(tsv_count best) -eq 4
+		test_cmp before after && test_rows best 4
 	'
 
 	if command -v rsync >/dev/null 2>&1; then
@@ -48,7 +48,7 @@ if command -v parallel >/dev/null 2>&1; then
 			PARALLEL_SSH=fakessh FAKESSH_HOSTS=$TRASH/hosts FAKESSH_LOG=$TRASH/ssh.log \
 				WORKDIR=remote sh "$TOP/examples/parallel.sh" tiny.tsv ssh.db 2/h1 2/h2 >best 2>err &&
 			pairs ssh.db >got && test_cmp want got &&
-			test $(tsv_count best) -eq 4 &&
+			test_rows best 4 &&
 			grep -q "^fakessh h1 .*rsync --server" ssh.log &&
 			grep -q "^fakessh h2 .*rsync --server" ssh.log &&
 			grep -q "rsync --server --sender .*shard-[1-4].db" ssh.log &&
@@ -125,7 +125,7 @@ if start_slurm >slurm-start.log 2>&1; then
 		WAIT=1 timeout 600 sh "$TOP/examples/slurm-array.sh" tiny.tsv slurm.db 4 >submit &&
 		grep -q "^array job [0-9][0-9]*, merge job [0-9][0-9]*:" submit &&
 		pairs slurm.db >got && test_cmp want got &&
-		test $(tsv_count slurm.shards/best.tsv) -eq 4 &&
+		test_rows slurm.shards/best.tsv 4 &&
 		ls slurm.shards/slurm-*_[1-4].out >/dev/null &&
 		test $(ls slurm.shards/shard-*.db | wc -l) -eq 4 &&
 		test "$(ls "${TMPDIR:-/tmp}" | grep -c "^tunekit-[0-9]*-[1-4].db")" -eq 0
@@ -144,8 +144,8 @@ test_expect_success 'slurm-array.sh with the array emulated (Slurm variables set
 	done &&
 	TUNEKIT_SLURM_MERGE=1 sh "$TOP/examples/slurm-array.sh" tiny.tsv "$TRASH/emu.db" 4 >sum &&
 	pairs emu.db >got && test_cmp want got &&
-	test $(tsv_count sum) -eq 4 &&
-	test $(tsv_count emu.shards/best.tsv) -eq 4
+	test_rows sum 4 &&
+	test_rows emu.shards/best.tsv 4
 '
 
 test_done

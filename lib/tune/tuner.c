@@ -175,11 +175,11 @@ static int count_order(const sp_space *sp, const sp_config *c, int n, int k, int
 	return m;
 }
 
-/* Whether c counts towards the cover of an order value still lacking trials. */
-static int covers(const sp_space *sp, const sp_config *c, int k, const int *lacking, const int *panels)
+/* Whether c counts towards the cover of its order value (an order-2
+ * entry without panels is order 2 in name only). */
+static int covers(const sp_space *sp, const sp_config *c, int k, const int *panels)
 {
-	int v = c->v[k];
-	return lacking[v] && (!panels[v] || sp_panel(sp, c));
+	return !panels[c->v[k]] || sp_panel(sp, c);
 }
 
 static int cover_orders(tn_ctx *C, tn_task *t)
@@ -189,18 +189,18 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	int slots = plan_len(C) / 8 > 0 ? plan_len(C) / 8 : 1;
 	if (k < 0 || C->o->cover <= 0 || usable <= 0)
 		return TK_OK;
-	int nv = t->space->knob[k].n, need[ORDER_MAX] = { 0 }, lacking[ORDER_MAX] = { 0 };
-	int panels[ORDER_MAX] = { 0 }, keep_from = usable;
+	int nv = t->space->knob[k].n, need[ORDER_MAX] = { 0 }, quota[ORDER_MAX] = { 0 };
+	int have[ORDER_MAX] = { 0 }, panels[ORDER_MAX] = { 0 }, keep_from = usable;
 	if (nv > ORDER_MAX)
 		return TK_OK;
 	int pk = panel_pack_knob(t->space);
 	for (int v = 0; v < nv; v++) {
 		/* order 2 counts only where it makes panels */
 		panels[v] = t->space->knob[k].cand[v] == 2 && pk >= 0;
-		need[v] = C->o->cover - count_order(t->space, t->xc, t->nx, k, v, panels[v]);
-		need[v] = (need[v] < slots ? need[v] : slots) -
-		          count_order(t->space, t->plan, usable, k, v, panels[v]);
-		lacking[v] = need[v] > 0;
+		quota[v] = C->o->cover - count_order(t->space, t->xc, t->nx, k, v, panels[v]);
+		quota[v] = quota[v] < 0 ? 0 : quota[v] < slots ? quota[v] : slots;
+		have[v] = count_order(t->space, t->plan, usable, k, v, panels[v]);
+		need[v] = quota[v] - have[v];
 	}
 	sp_config *cand = malloc(sizeof *cand * (size_t)(slots + usable));
 	float *sc = malloc(sizeof *sc * (size_t)(slots + usable));
@@ -232,14 +232,19 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 		for (int j = 0; j < got && need[v] > 0 && !rc; j++) {
 			if (sc[j] == -FLT_MAX || in_plan(t, &cand[j], usable))
 				continue;
-			/* the lowest-ranked entry that does not count towards an
-			 * order being covered (an order-2 entry without panels is
-			 * order 2 in name only: it may go) */
-			int at = keep_from - 1;
-			while (at >= 0 && covers(t->space, &t->plan[at], k, lacking, panels))
-				at--;
+			/* the lowest-ranked entry its order's cover can spare
+			 * (every order may lack trials at first: an order with
+			 * more entries than its quota gives up the surplus) */
+			int at = keep_from - 1, w = 0;
+			for (; at >= 0; at--) {
+				w = t->plan[at].v[k];
+				if (!covers(t->space, &t->plan[at], k, panels) || have[w] > quota[w])
+					break;
+			}
 			if (at < 0)
 				break;
+			if (covers(t->space, &t->plan[at], k, panels))
+				have[w]--;
 			memmove(&t->plan[at], &t->plan[at + 1], sizeof *t->plan * (size_t)(keep_from - 1 - at));
 			t->plan[--keep_from] = cand[j];
 			need[v]--;
