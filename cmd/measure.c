@@ -298,6 +298,9 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 	mo.jobs = (int)ctx->common.jobs;
 	if ((rc = ms_cli_apply(ctx, &o.ms, &mo)))
 		return rc;
+	/* the clock, as tune keeps it: report check compares like with like */
+	if ((rc = store_run_set_params(st, s.run_id, mo.run.cpu_clock ? "cpu_clock=1" : "cpu_clock=0")))
+		return tk_fail(ctx, rc, NULL);
 	prog_ctx pc = { .ctx = ctx };
 	mo.progress = on_progress;
 	mo.ctx = &pc;

@@ -46,7 +46,7 @@
 #               sample of the noise; with RELEASE_TUNEKIT "--clock cpu
 #               --repeat 3 --min-repeat-ms 50" per pass, 24 repeats per side
 #               over the 8 passes). Measure the release store with
-#               the same options: CPU and wall times do not compare.
+#               the same options: CPU and wall times do not compare (report check exits 2).
 #
 # Exit status: that of tunekit report check: 0 nothing slower, 1 a kernel
 # is slower (named on stderr), 2 the stores do not compare (other hardware,

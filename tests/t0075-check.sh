@@ -176,6 +176,22 @@ test_expect_success 'a damaged times BLOB in the baseline is exit 3, not a crash
 	grep -q "damaged times" err
 '
 
+test_expect_success 'CPU time never compares with wall-clock time; a store with both uses the common one' '
+	sqlite3 release.db "SELECT params FROM run" | sort -u >clocks &&
+	echo cpu_clock=1 >want && test_cmp want clocks &&
+	tunekit report --db release.db best >rb &&
+	tunekit measure -q --db wall.db --config - --repeat 3 --min-repeat-ms 20 <rb >/dev/null &&
+	test "$(sqlite3 wall.db "SELECT params FROM run")" = cpu_clock=0 &&
+	test_expect_code 2 tunekit report --db wall.db check --baseline release.db 2>err &&
+	test $(wc -l <err) -eq 1 &&
+	grep -q "wall-clock time, the baseline in CPU time, which never compare" err &&
+	test_expect_code 2 tunekit report --db release.db check --baseline wall.db 2>err &&
+	grep -q "CPU time, the baseline in wall-clock time" err &&
+	tunekit measure -q --db wall.db --config - --clock cpu --repeat 3 --min-repeat-ms 20 <rb >/dev/null &&
+	tunekit report --db wall.db --format tsv check --baseline release.db >out &&
+	test_rows out 2 && test "$(tsv_col out repeats 2)" -eq 3 && test "$(tsv_col out repeats 3)" -eq 3
+'
+
 test_expect_success 'bad command lines exit 2; a missing baseline exits 3' '
 	test_expect_code 2 tunekit report --db release.db check 2>err && grep -q "needs --baseline" err &&
 	test_expect_code 2 tunekit report --db release.db check --baseline release.db --threshold -1 &&

@@ -193,10 +193,11 @@ static int sample_push(sample *s, double x)
 	return 0;
 }
 
-/* One measurement into the sample: its repeats scaled to its median. */
+/* One measurement into the sample of its clock (p is a sample[2], wall
+ * then CPU time): its repeats scaled to its median. */
 static int sample_add(void *p, const store_sample *m)
 {
-	sample *s = p;
+	sample *s = (sample *)p + (m->cpu_clock != 0);
 	double *aTmp, med;
 	if (sample_meas(s, m->median, m->at))
 		return 1;
@@ -213,14 +214,18 @@ static int sample_add(void *p, const store_sample *m)
 	return 0;
 }
 
-static int sample_load(tk_store *st, int64_t config_id, int64_t hw_id, sample *s)
+/* The measurements of a configuration, apart by clock: s[0] wall-clock,
+ * s[1] CPU time (measure --clock cpu). */
+static int sample_load(tk_store *st, int64_t config_id, int64_t hw_id, sample s[2])
 {
-	memset(s, 0, sizeof *s);
+	memset(s, 0, 2 * sizeof *s);
 	int rc = store_check_samples(st, config_id, hw_id, sample_add, s);
-	if (s->oom)
+	if (s[0].oom || s[1].oom)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	return rc;
 }
+
+static const char *const clock_name[2] = { "wall-clock", "CPU" };
 
 /* ---- best configurations per task ---------------------------------------- */
 
@@ -481,31 +486,39 @@ static int compare_hw(rp_check *c, int *cap, tk_store *cur, int64_t cur_hw, tk_s
 			j++;
 			continue;
 		}
-		sample sc, sb;
+		sample aC[2], aB[2];
 		if ((rc = row_add(c, cap, &lc.a[i], &lb.a[j], cur_hw)))
 			break;
 		rp_check_row *r = &c->row[c->nrow - 1];
-		memset(&sb, 0, sizeof sb);
-		rc = sample_load(cur, lc.a[i].config_id, cur_hw, &sc);
-		if (!rc && !(rc = sample_load(base, lb.a[j].config_id, base_hw, &sb))) {
-			if (sc.n && sb.n) {
-				r->ncur = sc.n;
-				r->nbase = sb.n;
-				rc = ratio_of(&sc, &sb, seed + (uint64_t)c->nrow, r);
+		memset(aB, 0, sizeof aB);
+		rc = sample_load(cur, lc.a[i].config_id, cur_hw, aC);
+		if (!rc && !(rc = sample_load(base, lb.a[j].config_id, base_hw, aB))) {
+			/* like with like: CPU times where both sides have them, else
+			 * wall-clock times; a CPU time is no wall-clock time */
+			int k = aC[1].n && aB[1].n ? 1 : 0;
+			sample *sc = &aC[k], *sb = &aB[k];
+			if (sc->n && sb->n) {
+				r->ncur = sc->n;
+				r->nbase = sb->n;
+				rc = ratio_of(sc, sb, seed + (uint64_t)c->nrow, r);
 				if (!rc) {
-					r->cur = median_sort(sc.a, sc.n);
-					r->base = median_sort(sb.a, sb.n);
+					r->cur = median_sort(sc->a, sc->n);
+					r->base = median_sort(sb->a, sb->n);
 					r->verdict = rp_check_verdict(r->lo, r->hi, c->threshold);
 					c->count[r->verdict]++;
 				}
 			} else {
-				/* store_best found a valid record, so samples cannot be empty */
-				rc = tk_seterr(TK_ECORRUPT, "%s: no valid measurements of its best"
-				               " configuration", r->task);
+				int kc = aC[1].n > 0, kb = aB[1].n > 0;
+				rc = tk_seterr(TK_EINVAL, "%s: the current store timed it in %s time, the"
+				               " baseline in %s time, which never compare: measure"
+				               " both with the same --clock", r->task, clock_name[kc],
+				               clock_name[kb]);
 			}
 		}
-		sample_free(&sb);
-		sample_free(&sc);
+		for (int k = 0; k < 2; k++) {
+			sample_free(&aB[k]);
+			sample_free(&aC[k]);
+		}
 		i++;
 		j++;
 	}

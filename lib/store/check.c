@@ -46,9 +46,11 @@ int store_check_samples(tk_store *s, int64_t config_id, int64_t hardware_id,
 
 	assert(s && cb && config_id > 0 && hardware_id > 0);
 	rc = store_prepare(s,
-		"SELECT id, median, at FROM measurement"
-		" WHERE config_id = ?1 AND hardware_id = ?2 AND valid AND median IS NOT NULL"
-		" ORDER BY id", &st);
+		"SELECT m.id, m.median, m.at, instr(char(10) || coalesce(r.params, '') || char(10),"
+		" char(10) || 'cpu_clock=1' || char(10)) > 0"
+		" FROM measurement m LEFT JOIN run r ON r.id = m.run_id"
+		" WHERE m.config_id = ?1 AND m.hardware_id = ?2 AND m.valid AND m.median IS NOT NULL"
+		" ORDER BY m.id", &st);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, config_id);
@@ -59,6 +61,7 @@ int store_check_samples(tk_store *s, int64_t config_id, int64_t hardware_id,
 		m.id = sqlite3_column_int64(st, 0);
 		m.median = sqlite3_column_double(st, 1);
 		m.at = sqlite3_column_double(st, 2);
+		m.cpu_clock = sqlite3_column_int(st, 3);
 		if ((rc = store_meas_times(s, m.id, &aTime, &m.ntimes)))
 			break;
 		m.times = aTime;

@@ -33,6 +33,9 @@ typedef struct store_sample {
 	double median;        /* seconds per call: the latency tunekit reports */
 	const double *times;  /* [ntimes] seconds per call of each repeat */
 	int ntimes;
+	int cpu_clock;        /* timed in CPU time: its run has cpu_clock=1 among
+	                         its parameters (measure and tune --clock cpu);
+	                         0: wall-clock time, or a run that did not say */
 } store_sample;
 typedef int (*store_sample_cb)(void *ctx, const store_sample *m);
 
