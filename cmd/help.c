@@ -20,11 +20,12 @@ void main_list_commands(FILE *f);
 const tk_cmd *main_find_cmd(const char *name);
 
 static const char *const usage[] = {
-	"tunekit help [COMMAND | tasks | targets | networks | models | searches]",
+	"tunekit help [COMMAND | tasks | targets [SPEC...] | networks | models | searches]",
 	"Without an argument lists the commands. 'help COMMAND' is 'tunekit COMMAND --help';\n"
 	"'help tasks' lists the operators and their parameters, 'help targets' the target\n"
-	"specs, 'help networks' the built-in networks, 'help models' the cost models (--model\n"
-	"of tune and train) and 'help searches' the searches (--search of tune).",
+	"specs ('help targets SPEC...': the hardware key each spec has on this machine, a\n"
+	"line each), 'help networks' the built-in networks, 'help models' the cost models\n"
+	"(--model of tune and train) and 'help searches' the searches (--search of tune).",
 };
 
 static const opt options[] = { OPT_END_ };
@@ -133,11 +134,27 @@ static void help_searches(void)
 	}
 }
 
+/* The hardware key of each spec on this machine: what records measured
+ * with it are kept under (scripts pick their own records by it). */
+static int target_keys(tk_ctx *ctx, int n, char **spec)
+{
+	for (int i = 0; i < n; i++) {
+		tk_target t;
+		int rc = tk_target_parse(spec[i], &t);
+		if (rc)
+			return tk_fail(ctx, rc, NULL);
+		printf("%s\n", t.key);
+	}
+	return EXIT_OK;
+}
+
 int cmd_help(int argc, char **argv, tk_ctx *ctx)
 {
 	int rc;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
+	if (argc > 1 && !strcmp(argv[0], "targets"))
+		return target_keys(ctx, argc - 1, argv + 1);
 	if (argc > 1)
 		return tk_fail(ctx, TK_EINVAL, "expected one topic, got '%s %s'", argv[0], argv[1]);
 	if (argc == 0) {

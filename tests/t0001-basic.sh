@@ -23,6 +23,9 @@ test_expect_success 'a link named tunekit-measure runs measure' '
 test_expect_success 'help on tasks, targets and networks' '
 	tunekit help tasks >out && grep -q "conv2d_winograd" out && grep -q depthwise_conv2d out &&
 	tunekit help targets >out && grep -q "isa" out &&
+	tunekit help targets cpu:isa=sse2 native >keys && test $(wc -l <keys) -eq 2 &&
+	grep -q "|sse2|.*|threads=1\$" keys && test "$(sed -n 2p keys)" = "$(tunekit help targets cpu:)" &&
+	test_expect_code 2 tunekit help targets cpu:isa=foo 2>err && test $(wc -l <err) -eq 1 &&
 	tunekit help networks >out && grep -q resnet-18 out && grep -q bert-base out &&
 	tunekit help measure >out && grep -q -- "--sample" out
 '

@@ -61,33 +61,47 @@ ntask=$(echo "$tasks" | wc -l)
 ntarget=$(echo $DATASET_TARGETS | wc -w)
 nunit=$((ntask * ntarget * 2))
 
-# Runs already in the store: run, trials, the command without its program.
-runs() {
+# The hardware key of each target on this machine (a line each, in the
+# order of DATASET_TARGETS): a unit's runs are those on its hardware, so
+# that a build on another CPU measures its own units, not the ones the
+# shipped dataset did elsewhere with the same --target.
+keys=$("$TK" help targets $DATASET_TARGETS) || die "cannot resolve the targets $DATASET_TARGETS"
+
+# The store's id of hardware key $1 (empty until something was measured on it).
+hw_id() {
 	[ -e "$DB" ] || return 0
-	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' '
-		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-		{ c = $col["command"]; sub(/^[^ ]* /, "", c); print $col["run"] "\t" $col["trials"] "\t" c }'
+	sqlite3 "$DB" "SELECT id FROM hardware WHERE key = '$(echo "$1" | sed "s/'/''/g")'"
 }
 
-# unit PHASE TASK TARGET: run what the unit still lacks.
+# Runs already in the store on hardware $1: run, trials, the command
+# without its program.
+runs() {
+	[ -n "$1" ] || return 0
+	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' -v hw="$1" '
+		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$col["hw"] == hw { c = $col["command"]; sub(/^[^ ]* /, "", c)
+			print $col["run"] "\t" $col["trials"] "\t" c }'
+}
+
+# unit PHASE TASK TARGET KEY: run what the unit still lacks.
 unit() {
-	phase=$1 task=$2 target=$3
+	phase=$1 task=$2 target=$3 hw=$(hw_id "$4")
 	case $phase in
 	random)
 		want=$NRANDOM
 		args="measure --db $DB --task $task --target $target -q $TIMING"
-		have=$(runs | awk -F'\t' -v a="$args" 'index($3, a) == 1 { s += $2 } END { print s + 0 }')
+		have=$(runs "$hw" | awk -F'\t' -v a="$args" 'index($3, a) == 1 { s += $2 } END { print s + 0 }')
 		[ "$have" -ge "$want" ] && return 0
 		# A measure killed partway: the configurations it lacks, drawn anew.
 		"$TK" $args --sample $((want - have)) --seed $((1 + have)) > /dev/null ;;
 	guided)
 		want=$NGUIDED
 		args="tune --db $DB --task $task --target $target -q $TIMING --trials $want --plan-size 16 --confirm 0"
-		line=$(runs | awk -F'\t' -v a="$args" '$3 == a' | tail -n 1)
+		line=$(runs "$hw" | awk -F'\t' -v a="$args" '$3 == a' | tail -n 1)
 		if [ -z "$line" ]; then
 			"$TK" $args > /dev/null
 		elif [ "$(echo "$line" | cut -f2)" -lt "$want" ]; then
-			"$TK" tune --db "$DB" --resume --run "$(echo "$line" | cut -f1)" -q > /dev/null
+			"$TK" tune --db "$DB" --resume --run "$(echo "$line" | cut -f1)" --target "$target" -q > /dev/null
 		fi ;;
 	esac
 }
@@ -103,8 +117,10 @@ wait_quiet() {
 i=0
 for phase in random guided; do
 	for task in $tasks; do
+		t=0
 		for target in $DATASET_TARGETS; do
-			i=$((i + 1))
+			i=$((i + 1)) t=$((t + 1))
+			key=$(echo "$keys" | sed -n "${t}p")
 			now=$(date +%s)
 			if [ "$MINUTES" -gt 0 ] && [ $((now - start)) -ge $((MINUTES * 60)) ]; then
 				[ $tty = 1 ] && echo "build.sh: $MINUTES minutes are up at unit $i/$nunit" >&2
@@ -115,7 +131,7 @@ for phase in random guided; do
 			# Invalid configurations are records, not failures: a unit
 			# whose tunekit fails stops the build (what was measured stays).
 			wait_quiet
-			unit $phase "$task" "$target" || die "unit $phase $target $task failed (exit $?)"
+			unit $phase "$task" "$target" "$key" || die "unit $phase $target $task failed (exit $?)"
 		done
 	done
 done
