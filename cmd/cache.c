@@ -88,8 +88,6 @@ static int cache_info(tk_ctx *ctx, const char *dir, int64_t max, int fmt)
 		return rc;
 	if (exists && (rc = build_cache_stat(dir, &info)))
 		return tk_fail(ctx, rc, NULL);
-	if (fmt == FMT_AUTO)
-		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
 	char ent[24], size[32], limit[32], stale[24];
 	snprintf(ent, sizeof ent, "%lld", (long long)info.entries);
 	snprintf(stale, sizeof stale, "%lld", (long long)info.stale);
@@ -146,7 +144,7 @@ int cmd_cache(int argc, char **argv, tk_ctx *ctx)
 	const char *what = argc > 0 ? argv[0] : "info";
 	if (argc > 1)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[1]);
-	int fmt = format_parse(o.format);
+	int fmt = out_format(ctx, o.format);
 	if (fmt < 0)
 		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv, json)", o.format);
 	if ((rc = cache_limit(ctx, &max)))

@@ -181,6 +181,18 @@ void table_free(table *t);
 int table_print(table *t, FILE *f, int format);
 /* Parse --format: "table", "tsv", "json"; -1 if unknown. */
 int format_parse(const char *s);
+/* --format of a command's standard output: as format_parse, and without
+ * one a table on a terminal, else TSV. */
+int out_format(const tk_ctx *ctx, const char *s);
+
+/* While a command computes what it writes only at its end (train,
+ * transfer), SIGINT and SIGTERM end the process at once: sig_default
+ * saves the handlers and sets the defaults, sig_restore puts them back. */
+typedef struct sig_saved {
+	struct sigaction old_int, old_term;
+} sig_saved;
+void sig_default(sig_saved *s);
+void sig_restore(const sig_saved *s);
 
 /* Format helpers into caller buffers of at least 32 bytes. */
 const char *fmt_seconds(char *buf, double s);   /* "12.3 us", "4.56 ms" */

@@ -365,6 +365,27 @@ int table_print(table *t, FILE *f, int format)
 	return EXIT_OK;
 }
 
+int out_format(const tk_ctx *ctx, const char *s)
+{
+	int fmt = format_parse(s);
+	return fmt == FMT_AUTO ? (ctx->out_tty ? FMT_TABLE : FMT_TSV) : fmt;
+}
+
+void sig_default(sig_saved *s)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(SIGINT, &dfl, &s->old_int);
+	sigaction(SIGTERM, &dfl, &s->old_term);
+}
+
+void sig_restore(const sig_saved *s)
+{
+	sigaction(SIGINT, &s->old_int, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+}
+
 int format_parse(const char *s)
 {
 	if (!s)

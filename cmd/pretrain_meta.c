@@ -186,9 +186,7 @@ int cmd_pretrain_meta(int argc, char **argv, tk_ctx *ctx)
 		status = tk_fail(ctx, rc, NULL);
 		goto out;
 	}
-	int fmt = format_parse(o.format);
-	if (fmt == FMT_AUTO)
-		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
+	int fmt = out_format(ctx, o.format);
 	static const char *const hdr[] = { "set", "tasks", "shots", "mse_before", "mse_after" };
 	table *t = table_new(ArraySize(hdr), hdr);
 	if (!t) {

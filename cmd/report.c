@@ -1006,12 +1006,10 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	int junit = o.format && !strcmp(o.format, "junit");
-	int fmt = junit ? FMT_TABLE : format_parse(o.format);
+	int fmt = junit ? FMT_TABLE : out_format(ctx, o.format);
 	if (fmt < 0)
 		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (table, tsv, json; junit for check)",
 		               o.format);
-	if (fmt == FMT_AUTO)
-		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
 	if (argc != 1)
 		return tk_fail(ctx, TK_EINVAL,
 		               "expected one report: best, runs, curve, compare, model, check, invalid or"

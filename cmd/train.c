@@ -6,7 +6,6 @@
  * file reads the options and the record stream and prints.
  */
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -317,14 +316,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	p.tree_method = o.tree_method && strcmp(o.tree_method, "auto") ? o.tree_method : NULL;
 	/* Nothing is written while the model trains: let a signal end the
 	 * process at once rather than after the last round. */
-	struct sigaction dfl, old_int, old_term;
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	sigaction(SIGINT, &dfl, &old_int);
-	sigaction(SIGTERM, &dfl, &old_term);
+	sig_saved sig;
+	sig_default(&sig);
 	rc = tr_fit_eval(kind, &p, &ts, hold, &f);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	sig_restore(&sig);
 	if (!rc && tk_interrupted)
 		rc = tk_seterr(TK_EINTR, "interrupted; nothing written");
 	if (!rc)
@@ -334,9 +329,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		goto out;
 	}
 
-	int fmt = format_parse(o.format);
-	if (fmt == FMT_AUTO)
-		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
+	int fmt = out_format(ctx, o.format);
 	table *tb = p.validity ? class_table_new() : metrics_table_new();
 	if (!tb) {
 		status = tk_fail(ctx, TK_ENOMEM, "out of memory");

@@ -8,7 +8,6 @@
  * reads the options and the record stream and prints.
  */
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,14 +263,10 @@ int cmd_transfer(int argc, char **argv, tk_ctx *ctx)
 	}
 	/* Nothing is written while the model adapts: let a signal end the
 	 * process at once rather than after the last epoch. */
-	struct sigaction dfl, old_int, old_term;
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	sigaction(SIGINT, &dfl, &old_int);
-	sigaction(SIGTERM, &dfl, &old_term);
+	sig_saved sig;
+	sig_default(&sig);
 	rc = tr_transfer_run(st, o.model, &to, &t);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	sig_restore(&sig);
 	if (!rc && tk_interrupted)
 		rc = tk_seterr(TK_EINTR, "interrupted; nothing written");
 	if (!rc) {
@@ -283,9 +278,7 @@ int cmd_transfer(int argc, char **argv, tk_ctx *ctx)
 		goto out;
 	}
 
-	int fmt = format_parse(o.format);
-	if (fmt == FMT_AUTO)
-		fmt = ctx->out_tty ? FMT_TABLE : FMT_TSV;
+	int fmt = out_format(ctx, o.format);
 	table *tb = metrics_table_new();
 	if (!tb) {
 		status = tk_fail(ctx, TK_ENOMEM, "out of memory");
