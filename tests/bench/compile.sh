@@ -17,11 +17,7 @@ NEW=$1 BASE=$2 SAMPLE=${3:-8} SEED=${4:-1}
 	echo "usage: compile.sh NEW BASE [SAMPLE [SEED]]" >&2
 	exit 2
 }
-TASKS=${MEASURE_TASKS:-"dense:m=512,n=512,k=512
-batch_matmul:b=12,m=128,n=64,k=128
-conv2d:c=64,h=56,w=56,k=64,pad=1
-conv2d:c=64,h=56,w=56,k=128,r=1,s=1,stride=2
-depthwise_conv2d:c=144,h=56,w=56,pad=1"}
+TASKS=${MEASURE_TASKS:-$(cat "$(dirname "$0")/measure-tasks.txt")}
 KCC=${KCC:-cc}
 KFLAGS=${KFLAGS:-"-O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=fast -march=native -mprefer-vector-width=512"}
 DIR=$(mktemp -d)

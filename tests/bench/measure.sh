@@ -20,11 +20,7 @@ NEW=$1 BASE=$2 DIR=$3 ROUNDS=${4:-3} SAMPLE=${5:-8}
 	echo "usage: measure.sh NEW BASE WORKDIR [ROUNDS [SAMPLE]]" >&2
 	exit 2
 }
-TASKS=${MEASURE_TASKS:-"dense:m=512,n=512,k=512
-batch_matmul:b=12,m=128,n=64,k=128
-conv2d:c=64,h=56,w=56,k=64,pad=1
-conv2d:c=64,h=56,w=56,k=128,r=1,s=1,stride=2
-depthwise_conv2d:c=144,h=56,w=56,pad=1"}
+TASKS=${MEASURE_TASKS:-$(cat "$(dirname "$0")/measure-tasks.txt")}
 FLAGS=${MEASURE_FLAGS:-"--repeat 2 --min-repeat-ms 5 --timeout 3"}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
