@@ -60,12 +60,18 @@ test_expect_success 'hidden features on vta-sim are the device compiler statisti
 '
 
 test_expect_success 'hidden features on the CPU: compiled once, cached, the compiler facts in them' '
+	TUNEKIT_CACHE=$PWD/cache-c &&
 	tunekit measure -q --db c.db --task $DENSE --sample 4 --repeat 1 >/dev/null &&
+	cat "$TUNEKIT_CACHE"/*.sha256 >objects &&
+	test "$(wc -l <objects)" -eq 4 &&
 	tunekit extract-features -q --db c.db --kind hidden &&
 	test "$(sql_db c.db "SELECT COUNT(*) FROM feature WHERE kind = '\''hidden'\''")" -eq 4 &&
 	ls "$TUNEKIT_CACHE/hidden" | grep -c "^[0-9a-f]\{64\}\$" >n && test "$(cat n)" -ge 1 &&
-	grep -h "^tunekit-hidden 1 " "$TUNEKIT_CACHE"/hidden/* >facts &&
-	awk "\$3 <= 0 || \$5 <= 0 || \$6 <= \$5 { exit 1 }" facts
+	grep -h "^tunekit-hidden 2 " "$TUNEKIT_CACHE"/hidden/* >facts &&
+	awk "\$3 <= 0 || \$5 <= 0 || \$6 <= \$5 { exit 1 }" facts &&
+	# compiled again with the reports flags: the same objects, byte for byte
+	cat "$TUNEKIT_CACHE"/*.sha256 >again && test_cmp objects again &&
+	test -z "$(ls "$TUNEKIT_CACHE" | grep "\.rep\.tmp\.")"
 '
 
 test_expect_success 'feat_extract refuses hidden features: extract-features names the kind' '
@@ -112,6 +118,24 @@ test_expect_success 'tune --model ml2 on the CPU compiles candidates for their h
 	test_rows out 12 &&
 	sql_db cpu.db "SELECT value FROM run_log WHERE key LIKE '\''ml2_compiled:%'\''" >compiled &&
 	awk "{ s += \$1 } END { if (s < 8) exit 1 }" compiled
+'
+
+test_expect_success 'tune --model ml2 on the CPU compiles each kernel once: hidden features and measurement' '
+	cat >cc-count <<-\EOF &&
+	#!/bin/sh
+	for a; do case "$a" in *.c) sha256sum <"$a" >>"$CC_COUNT" ;; esac; done
+	exec cc "$@"
+	EOF
+	chmod +x cc-count &&
+	CC_COUNT=$PWD/compiles && export CC_COUNT && TUNEKIT_CACHE=$PWD/cache-once &&
+	tunekit tune -q --db once.db --target cpu:cc=$PWD/cc-count --task $DENSE --model ml2 \
+		--batch 4 --plan-size 4 --trials 16 --repeat 1 --confirm 0 >out &&
+	test_rows out 16 &&
+	sort compiles | uniq -d >twice && test_cmp /dev/null twice &&
+	log() { sql_db once.db "SELECT SUM(value) FROM run_log WHERE key = '\''$1'\''"; } &&
+	test "$(log kernels:compiled)" = "$(wc -l <compiles).0" &&
+	# the batches A picked were compiled for their hidden features: cached
+	test "$(log kernels:cached)" = 12.0
 '
 
 test_expect_success 'replayed: no hidden features, A is P, said once' '

@@ -168,7 +168,7 @@ static const struct feat_row {
 	{ "curve", 1, 1, curve_length, feat_curve, NULL },
 	{ "tlp", 1, 1, tlp_length, feat_tlp, NULL },
 	{ "graph", 1, 1, graph_length, feat_graph, feat_graph_check },
-	{ "hidden", 1, 0, hidden_length, hidden_extract, hidden_check },
+	{ "hidden", 2, 0, hidden_length, hidden_extract, hidden_check },
 };
 
 /* ---- entry points -------------------------------------------------------------- */

@@ -108,8 +108,8 @@ int feat_extract(int kind, const sp_space *sp, const sp_config *c, float *out, i
 typedef struct feat_cc {
 	double stack_bytes;   /* largest stack frame of a function (-fstack-usage) */
 	int dynamic_stack;    /* functions whose frame is dynamic */
-	double text_bytes;    /* executable sections of the object */
-	double object_bytes;  /* the object file */
+	double text_bytes;    /* executable sections of the shared object */
+	double object_bytes;  /* the shared object, as measurement loads it */
 	int vectorized;       /* loops the compiler vectorised (-fopt-info-vec) */
 	int missed;           /* loops it reported it could not vectorise */
 } feat_cc;

@@ -17,7 +17,7 @@
  *             by lib/measure from the compiler's own reports):
  *               +0 lg(stack frame bytes, the largest function's)
  *               +1 functions with a dynamic stack (0 or more)
- *               +2 lg(bytes of executable code)  +3 lg(object file bytes)
+ *               +2 lg(bytes of executable code)  +3 lg(shared object bytes)
  *               +4 loops the compiler vectorised  +5 loops it could not
  * lg(x) = log2(1 + x). A configuration that cannot be lowered is all zeros
  * with *valid 0. Length: FEAT_HIDDEN_TILE x split knobs + FEAT_HIDDEN_NEST

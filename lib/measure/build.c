@@ -14,6 +14,9 @@
  *                               hashing the task and its inputs; not kernels:
  *                               neither counted nor trimmed
  *     KEY.{c,so,sha256,log}.tmp.<pid>.<n>  in-flight files, removed when done
+ *     KEY.rep.tmp.<pid>.<n>.{su,vec}  the compiler's reports of a build that
+ *                               asked for them (build_opts.reports), in flight
+ *                               until the caller has read them (build_jobs_close)
  *
  * Every file appears by rename(), so several tunekit processes can share one
  * cache directory. Files are opened with O_NOFOLLOW (a link is never
@@ -49,6 +52,7 @@
 
 #define BUILD_MSGMAX 400  /* bytes of compiler output kept in build_job.msg */
 #define BUILD_MAXARGS 64  /* compiler arguments from the target's cflags */
+#define BUILD_JOBARGS 8   /* and per job: the reports' 5, -o, output, source */
 #define BUILD_POLL_NS 2000000L
 #define BUILD_HASH_VERSION "tunekit-build-2"
 #define BUILD_REF_VERSION "tunekit-ref-1" /* change when the reference computation does */
@@ -316,13 +320,29 @@ typedef struct slot {
 	double t0;
 	unsigned cnt;  /* tmp-name counter of this compile */
 	char tmp[4200];/* KEY.so.tmp.<pid>.<n> */
+	char rep[4096];/* with reports: their stem, KEY.rep.tmp.<pid>.<n> */
+	char dumpdir[4200], vecarg[4300]; /* the reports' arguments */
 } slot;
+
+/* Remove the reports of stem (STEM.su, STEM.vec). */
+static void reports_remove(const char *stem)
+{
+	char p[4400];
+	if (!stem[0])
+		return;
+	snprintf(p, sizeof p, "%s.su", stem);
+	unlink(p);
+	snprintf(p, sizeof p, "%s.vec", stem);
+	unlink(p);
+}
 
 static unsigned tmp_counter;
 
-/* Write the source and start the compiler for job j in slot s. */
-static int start_job(const char *dir, build_job *job, job_state *js,
-                     slot *s, int j, char **argv, int nargv, double timeout_s)
+/* Write the source and start the compiler for job j in slot s. argv holds
+ * the compiler and the target's flags, nargv of them, with room for
+ * BUILD_JOBARGS more and the NULL. */
+static int start_job(const char *dir, build_job *job, job_state *js, slot *s, int j,
+                     char **argv, int nargv, int reports, double timeout_s)
 {
 	char src[4100], srctmp[4200];
 	unsigned cnt = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
@@ -342,8 +362,23 @@ static int start_job(const char *dir, build_job *job, job_state *js,
 		return tk_seterr(TK_EIO, "cannot create %s: %s", logname, strerror(errno));
 	unlink(logname);
 
-	argv[nargv - 2] = s->tmp;
-	argv[nargv - 1] = src;
+	s->rep[0] = 0;
+	if (reports) {
+		/* gcc names the .su after -dumpdir and -dumpbase (else after the
+		 * output's name); the flags write files, not code */
+		snprintf(s->rep, sizeof s->rep, "%.4000s/%s.rep.tmp.%d.%u", dir, js->key, (int)self, cnt);
+		snprintf(s->dumpdir, sizeof s->dumpdir, "%s/", dir);
+		snprintf(s->vecarg, sizeof s->vecarg, "-fopt-info-vec-all=%s.vec", s->rep);
+		argv[nargv++] = "-fstack-usage";
+		argv[nargv++] = "-dumpdir";
+		argv[nargv++] = s->dumpdir;
+		argv[nargv++] = "-dumpbase";
+		argv[nargv++] = strrchr(s->rep, '/') + 1;
+		argv[nargv++] = s->vecarg;
+	}
+	argv[nargv++] = "-o";
+	argv[nargv++] = s->tmp;
+	argv[nargv++] = src;
 	argv[nargv] = NULL;
 	/* A backstop in case we die without killing it: CPU time <= wall time. */
 	struct rlimit cpu;
@@ -434,6 +469,7 @@ static void finish_job(const char *dir, build_job *jobs, job_state *states, slot
 		if (install_object(dir, job, &states[s->job], s) == 0) {
 			job->status = BUILD_OK;
 			job->msg[0] = 0;
+			snprintf(job->report, sizeof job->report, "%s", s->rep);
 			*added += size + (int64_t)strlen(job->src) + SHA256_HEX;
 		}
 	} else {
@@ -448,8 +484,10 @@ static void finish_job(const char *dir, build_job *jobs, job_state *states, slot
 			         WEXITSTATUS(st));
 		format_output(job->msg, sizeof job->msg, prefix, out, dir);
 	}
-	if (job->status != BUILD_OK)
+	if (job->status != BUILD_OK) {
 		job->so[0] = 0;
+		reports_remove(s->rep);
+	}
 	unlink(s->tmp);
 	close(s->logfd);
 	states[s->job].state = J_DONE;
@@ -476,6 +514,8 @@ void build_jobs_close(build_job *jobs, int n)
 		if (jobs[i].fd >= 0)
 			close(jobs[i].fd);
 		jobs[i].fd = -1;
+		reports_remove(jobs[i].report);
+		jobs[i].report[0] = 0;
 	}
 }
 
@@ -533,6 +573,7 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 		jobs[i].seconds = 0;
 		jobs[i].cached = 0;
 		jobs[i].refused = 0;
+		jobs[i].report[0] = 0;
 	}
 	if (strlen(dir) > 4000)
 		return tk_seterr(TK_EIO, "cache directory name too long");
@@ -540,9 +581,10 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 	if (rc)
 		return rc;
 
-	/* cc, the flags, -o, output, source, NULL */
+	/* cc, the flags, then per job (start_job) up to BUILD_JOBARGS, NULL */
 	char flags[sizeof t->cflags];
-	char *argv[BUILD_MAXARGS + 5];
+	char *argv[1 + BUILD_MAXARGS + BUILD_JOBARGS + 1];
+	assert(o->reports >= BUILD_REPORTS_NONE && o->reports <= BUILD_REPORTS_ALL);
 	int nargv = 0;
 	argv[nargv++] = (char *)t->cc;
 	snprintf(flags, sizeof flags, "%s", t->cflags);
@@ -552,8 +594,6 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 			return tk_seterr(TK_EINVAL, "too many compiler flags");
 		argv[nargv++] = tok;
 	}
-	argv[nargv++] = "-o";
-	nargv += 2; /* output and source: filled per job */
 
 	job_state *states = calloc(n > 0 ? n : 1, sizeof *states);
 	slot *slots = calloc(njobs, sizeof *slots);
@@ -575,8 +615,8 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 				break;
 			}
 		}
-		if (states[i].state == J_WAITING)
-			continue;
+		if (states[i].state == J_WAITING || o->reports == BUILD_REPORTS_ALL)
+			continue; /* a cached object has no reports: compiled */
 		int got = cache_lookup(dir, states[i].key, &jobs[i]);
 		jobs[i].refused = got < 0;
 		if (got > 0) {
@@ -609,7 +649,7 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 			if (next == n)
 				break;
 			rc = start_job(dir, &jobs[next], &states[next], &slots[k], next, argv, nargv,
-			               timeout_s);
+			               o->reports, timeout_s);
 			if (rc)
 				goto fail;
 			next++;
@@ -667,6 +707,7 @@ int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n)
 		memcpy(jobs[i].so, d->so, sizeof jobs[i].so);
 		memcpy(jobs[i].sha256, d->sha256, sizeof jobs[i].sha256);
 		jobs[i].cached = d->status == BUILD_OK;
+		memcpy(jobs[i].report, d->report, sizeof jobs[i].report); /* shared: removed once */
 		if (d->status == BUILD_OK && (jobs[i].fd = fcntl(d->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 			rc = tk_seterr(TK_EIO, "cannot keep the compiled kernels open: %s",
 			               strerror(errno));

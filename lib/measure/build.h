@@ -45,6 +45,10 @@ typedef struct build_job {
 	int cached;          /* out: 1 if served from the cache */
 	int refused;         /* out: 1 if the cache held an object for this kernel that
 	                        failed its checks (removed, and the kernel rebuilt) */
+	char report[4096];   /* out: with build_opts.reports and status BUILD_OK, the
+	                        stem of the compiler's reports, STEM.su (-fstack-usage)
+	                        and STEM.vec (-fopt-info-vec-all), in-flight files of
+	                        the cache that build_jobs_close removes; else "" */
 } build_job;
 
 typedef struct build_opts {
@@ -57,7 +61,24 @@ typedef struct build_opts {
 	                          (once half of them, and at least 3, have finished), and
 	                          at least adapt_floor_s; 0: only timeout_s */
 	double adapt_floor_s;
+	int reports;           /* BUILD_REPORTS_*: which compiles also write the
+	                          compiler's reports (build_job.report) */
 } build_opts;
+
+/* build_opts.reports. The reports come from -fstack-usage, -dumpdir,
+ * -dumpbase and -fopt-info-vec-all=FILE, flags that write side files and
+ * leave the code alone: the object is the one the target's flags make
+ * (byte for byte with gcc; tests/t0115 checks it), cached under the same
+ * key, so a kernel compiled for its reports is not compiled again when
+ * measured. */
+enum {
+	BUILD_REPORTS_NONE = 0, /* plain builds */
+	BUILD_REPORTS_NEW = 1,  /* the kernels compiled write reports; those served
+	                           from the cache have none */
+	BUILD_REPORTS_ALL = 2   /* every kernel is compiled with its reports, also one
+	                           the cache holds (a cached object has no reports):
+	                           its object replaces the cached one, the same bytes */
+};
 
 /* The default cache directory: $TUNEKIT_CACHE, else $XDG_CACHE_HOME/tunekit,
  * else $HOME/.cache/tunekit, else .cache/tunekit in the home directory of
@@ -88,7 +109,8 @@ int build_cache_prepare(const char *dir);
 int build_run(const tk_target *t, const build_opts *o, build_job *jobs, int n);
 
 /* Close the descriptors build_run left in jobs[0..n) (fd >= 0) and set them
- * to -1. */
+ * to -1; remove the jobs' reports (build_opts.reports) and clear their
+ * names. */
 void build_jobs_close(build_job *jobs, int n);
 
 /* Reference outputs, cached beside the kernels (in the private

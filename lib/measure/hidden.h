@@ -1,14 +1,16 @@
 /*
  * hidden: ML2Tuner's hidden features of configurations, what compiling
  * them decided (features/feature.h, kind hidden). On the CPU each kernel
- * is generated as measurement generates it and compiled to an object
- * with the target's compiler and flags plus the compiler's own reports
- * (-fstack-usage, -fopt-info-vec-all), whose facts, with the tile sizes
- * and trip counts of the lowered nest, make the vector
- * (feat_hidden_cpu). The facts are cached by the SHA-256 of the
- * compiler, its flags and the source, in the private subdirectory hidden/
- * of the build cache, so a kernel is compiled for its facts once however
- * often its features are asked for. On a simulated accelerator (vta-sim)
+ * is generated and built as measurement builds it (build_run), with the
+ * compiler's own reports besides (-fstack-usage, -fopt-info-vec-all:
+ * side files only, the object is the same and cached under the same key,
+ * so a kernel compiled for its hidden features is not compiled again when
+ * measured); the reports' facts, with the tile sizes and trip counts of
+ * the lowered nest, make the vector (feat_hidden_cpu). The facts are
+ * cached by the SHA-256 of the compiler, its flags, the CPU and the
+ * source, in the private subdirectory hidden/ of the build cache, so a
+ * kernel is compiled for its facts once however often its features are
+ * asked for. On a simulated accelerator (vta-sim)
  * the vector is the device compiler's statistics (vta_stats_vector:
  * buffer occupancy, instruction and micro-op counts, dependence tokens,
  * DMA bytes), which lowering computes without compiling anything.
@@ -31,6 +33,12 @@ int ms_hidden_length(const ms_task *t, int *d);
  * (cache or processes unusable). */
 int ms_hidden(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *c, int n,
               float *out, int *valid);
+/* Keep the compiler's facts of the kernels build_run compiled with their
+ * reports in jobs[0..n) (build_opts.reports; jobs without reports are
+ * skipped) for ms_hidden, which then need not compile them: so a kernel
+ * measured first is compiled once too. Best effort, as any cache write:
+ * nothing to report. */
+void ms_hidden_keep(const tk_target *tg, const ms_opts *o, const build_job *jobs, int n);
 /* The name of value i of t's hidden vectors into buf (always terminated). */
 void ms_hidden_name(const ms_task *t, int i, char *buf, size_t size);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codegen/kernel.h"
+#include "hidden.h"
 #include "task/ref.h"
 
 int ms_task_open(const char *task, uint64_t seed, ms_task **out)
@@ -338,6 +339,42 @@ static int vta_measure(ms_task *t, const ms_opts *o, const sp_config *cfg, int n
 	return rc;
 }
 
+/* A compiler without gcc's report flags (clang has no -fopt-info) fails
+ * every build that asks for reports: build the jobs[0..n) that failed
+ * again without them, so that measurement does not depend on the reports.
+ * TK_OK, TK_ENOMEM, or build_run's error. */
+static int build_again_plain(const tk_target *tg, const build_opts *bo, build_job *jobs, int n)
+{
+	int m = 0, rc;
+	for (int i = 0; i < n; i++)
+		m += jobs[i].status == BUILD_ERROR;
+	if (m == 0)
+		return TK_OK;
+	build_job *again = calloc((size_t)m, sizeof *again);
+	int *at = calloc((size_t)m, sizeof *at);
+	build_opts plain = *bo;
+	if (!again || !at) {
+		free(again);
+		free(at);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	plain.reports = BUILD_REPORTS_NONE;
+	for (int i = 0, j = 0; i < n; i++)
+		if (jobs[i].status == BUILD_ERROR) {
+			again[j].src = jobs[i].src;
+			at[j++] = i;
+		}
+	if (!(rc = build_run(tg, &plain, again, m)))
+		for (int j = 0; j < m; j++) {
+			double s = jobs[at[j]].seconds;
+			jobs[at[j]] = again[j]; /* its descriptor moves with it */
+			jobs[at[j]].seconds += s;
+		}
+	free(again);
+	free(at);
+	return rc;
+}
+
 int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *cfg,
                int n, ms_result *out)
 {
@@ -391,7 +428,8 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	double t1 = tk_now();
 	t->time.codegen_s += t1 - t0;
 	build_opts bo = { o->cache_dir, o->cache_max, o->jobs > 0 ? o->jobs : 1, o->build_timeout,
-	                  o->build_adapt, o->build_adapt_floor };
+	                  o->build_adapt, o->build_adapt_floor,
+	                  o->reports ? BUILD_REPORTS_NEW : BUILD_REPORTS_NONE };
 	/* The reference is computed while the compilers run: a batch's
 	 * compilation waits for its slowest kernel, with cores to spare. */
 	ref_job rj = { .t = t, .cache_dir = o->cache_dir };
@@ -399,6 +437,10 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	if (!threaded)
 		ref_thread(&rj);
 	rc = build_run(tg, &bo, jobs, nj);
+	if (!rc && o->reports) {
+		ms_hidden_keep(tg, o, jobs, nj);
+		rc = build_again_plain(tg, &bo, jobs, nj);
+	}
 	t0 = tk_now();
 	if (threaded)
 		pthread_join(rj.thread, NULL);

@@ -26,7 +26,8 @@
 #include "task/te.h"
 #include "vta/vta.h"
 
-/* Wall seconds of ms_measure's phases and what its builds did. */
+/* Wall seconds of ms_measure's phases and what its builds did, and those
+ * of ms_hidden's builds (hidden.h). */
 typedef struct ms_time {
 	double codegen_s;  /* configurations to C source (schedule, lowering, emitting) */
 	double compile_s;  /* the builds, parallel, cache lookups included */
@@ -36,6 +37,8 @@ typedef struct ms_time {
 	                      its time beyond theirs is counted */
 	int64_t compiled;  /* kernels compiled (or tried: errors and timeouts count) */
 	int64_t cached;    /* kernels found in the build cache */
+	double hidden_s;   /* the part of codegen_s and compile_s that ms_hidden spent
+	                      building kernels for their hidden features */
 } ms_time;
 
 /* A task on a vta-sim target: its workload and data. */
@@ -90,6 +93,11 @@ typedef struct ms_opts {
 	int nolock;             /* 1: time without taking the lock */
 	run_wait_fn wait;       /* called while the lock is awaited; may be NULL */
 	void *wait_ctx;
+	int reports;            /* 1: the kernels compiled also write the compiler's
+	                           reports, whose facts are kept for ms_hidden
+	                           (ms_hidden_keep), so that a kernel measured before
+	                           its hidden features are asked for is compiled once;
+	                           one that fails so is built again without them */
 } ms_opts;
 
 #define MS_BUILD_ADAPT 5.0

@@ -135,7 +135,7 @@ static int count_files(const char *dir, const char *s)
 static int build_in(const tk_target *t, const char *dir, build_job *jobs, int n, int njobs,
                     double timeout_s)
 {
-	build_opts o = { dir, 0, njobs, timeout_s, 0, 0 };
+	build_opts o = { dir, 0, njobs, timeout_s, 0, 0, BUILD_REPORTS_NONE };
 	return build_run(t, &o, jobs, n);
 }
 
@@ -659,7 +659,7 @@ TEST(test_cache_trim)
 	CHECK(file_exists(junk));
 
 	/* A build keeps the cache under the limit it is given. */
-	build_opts o = { dir, 2 * per + per / 2, 2, 30, 0, 0 };
+	build_opts o = { dir, 2 * per + per / 2, 2, 30, 0, 0, BUILD_REPORTS_NONE };
 	memset(jobs, 0, sizeof jobs);
 	for (int i = 0; i < NK; i++)
 		jobs[i].src = src[i];
@@ -684,6 +684,75 @@ TEST(test_build_error)
 	/* Failures are not cached. */
 	CHECK_EQ_INT(build1(src, &job, 30), BUILD_ERROR);
 	CHECK_EQ_INT(job.cached, 0);
+}
+
+/* Build n jobs of src[] with these reports; descriptors left open. */
+static void build_reports(build_job *jobs, const char *const *src, int n, int reports)
+{
+	build_opts o = { cache, 0, 2, 30, 0, 0, reports };
+	memset(jobs, 0, sizeof *jobs * (size_t)n);
+	for (int i = 0; i < n; i++)
+		jobs[i].src = src[i];
+	CHECK_EQ_INT(build_run(&native, &o, jobs, n), TK_OK);
+}
+
+/* The compiler's reports come from the build the measurement uses: the
+ * same object under the same key, with the .su and the vectoriser's
+ * report beside it until build_jobs_close. */
+TEST(test_build_reports)
+{
+	static const char src[] = ABI NOWS KERNEL
+		"{ for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] + b[2][i] * 3.0f; }\n";
+	static const char bad[] = ABI NOWS KERNEL "{ not C either; }\n";
+	const char *one[1] = { src }, *two[2] = { src, src }, *fail[1] = { bad };
+	build_job plain, j[2];
+	char p[4400], sha[SHA256_HEX];
+
+	build_reports(&plain, one, 1, BUILD_REPORTS_NONE);
+	CHECK_EQ_INT(plain.status, BUILD_OK);
+	CHECK_EQ_STR(plain.report, "");
+	memcpy(sha, plain.sha256, sizeof sha);
+	build_jobs_close(&plain, 1);
+
+	/* NEW: a cached object is served, without reports */
+	build_reports(j, one, 1, BUILD_REPORTS_NEW);
+	CHECK_EQ_INT(j[0].cached, 1);
+	CHECK_EQ_STR(j[0].report, "");
+	build_jobs_close(j, 1);
+
+	/* ALL: compiled again with its reports, the same object and key */
+	build_reports(j, two, 2, BUILD_REPORTS_ALL);
+	CHECK_EQ_INT(j[0].status, BUILD_OK);
+	CHECK_EQ_INT(j[0].cached, 0);
+	CHECK_EQ_STR(j[0].so, plain.so);
+	CHECK_EQ_STR(j[0].sha256, sha);
+	CHECK(j[0].report[0] != 0 && strstr(j[0].report, ".rep.tmp.") != NULL);
+	CHECK_EQ_STR(j[1].report, j[0].report); /* the same kernel twice: built once */
+	CHECK_EQ_INT(j[1].cached, 1);
+	snprintf(p, sizeof p, "%s.su", j[0].report);
+	CHECK(file_exists(p));
+	char stem[4096];
+	snprintf(stem, sizeof stem, "%s", j[0].report);
+	snprintf(p, sizeof p, "%s.vec", stem);
+	FILE *f = fopen(p, "r");
+	char line[1024];
+	int vectorized = 0;
+	while (f && fgets(line, sizeof line, f))
+		vectorized += strstr(line, "optimized: loop vectorized") != NULL;
+	if (f)
+		fclose(f);
+	CHECK(vectorized >= 1);
+	build_jobs_close(j, 2);
+	CHECK_EQ_STR(j[0].report, "");
+	CHECK(!file_exists(p));
+	CHECK_EQ_INT(count_files(cache, ".rep.tmp."), 0);
+
+	/* a failed build leaves no reports */
+	build_reports(j, fail, 1, BUILD_REPORTS_ALL);
+	CHECK_EQ_INT(j[0].status, BUILD_ERROR);
+	CHECK_EQ_STR(j[0].report, "");
+	CHECK_EQ_INT(count_files(cache, ".rep.tmp."), 0);
+	build_jobs_close(j, 1);
 }
 
 /* After a build stopped on its time limit, as the children's subreaper:
@@ -753,7 +822,7 @@ TEST(test_build_adapt)
 	for (int i = 0; i < NJ; i++)
 		jobs[i].src = src[i];
 	CHECK_EQ_INT(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	build_opts o = { cache, 0, 2, 60, 5, 1.0 };
+	build_opts o = { cache, 0, 2, 60, 5, 1.0, BUILD_REPORTS_NONE };
 	double t0 = tk_now();
 	CHECK_EQ_INT(build_run(&native, &o, jobs, NJ), TK_OK);
 	double dt = tk_now() - t0, med = 0;
@@ -1298,7 +1367,8 @@ static void teardown(void)
 }
 
 UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
-          test_build_default_cache, test_build_cache, test_build_error, test_build_timeout,
+          test_build_default_cache, test_build_cache, test_build_reports, test_build_error,
+          test_build_timeout,
           test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
