@@ -18,7 +18,7 @@
 #                   xgb warm start, MTL, scratch (Kernel Tuner GPUs, CPUs)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
 #                   (not in CI; needs make bench-deps, as root, once)
-#   make bench-ml2  ML2Tuner (P+V+A) against xgb and its ablations (vta-sim, CPU)
+#   make bench-ml2  ML2Tuner (P+V+A) against xgb and its ablations (vta-sim, CPU, Kernel Tuner replays)
 #   make bench-measure  configurations measured per minute, against a baseline
 #   make bench-compile  compiler seconds per generated kernel, against a baseline
 #   make install    install to $(DESTDIR)$(PREFIX)
@@ -270,14 +270,19 @@ bench-adatune: tunekit
 	sh tests/bench/adatune.sh ./tunekit $(BUILD)/bench/adatune $(ADATUNE_SEEDS) $(ADATUNE_BUDGET)
 
 # ML2Tuner against xgb and its ablations: ResNet-18's conv layers on the
-# simulated VTA (zcu102) and CPU tasks measured here (about 20 minutes).
+# simulated VTA (zcu102), CPU tasks measured here (about 20 minutes), and
+# Kernel Tuner's GPU spaces with failed configurations replayed (about 8
+# minutes). ML2_PARTS="kt" runs only the replays, keeping the other rows.
 ML2_SEEDS ?= 3
 ML2_VTA_TRIALS ?= 50
 ML2_CPU_TRIALS ?= 30
 ML2_CPU_SEEDS ?= 2
+ML2_KT_TRIALS ?= 300
+ML2_KT_SEEDS ?= 20
+ML2_PARTS ?= vta-sim cpu kt
 bench-ml2: tunekit
-	sh tests/bench/ml2.sh ./tunekit $(BUILD)/bench/ml2 $(ML2_SEEDS) $(ML2_VTA_TRIALS) \
-		$(ML2_CPU_TRIALS) $(ML2_CPU_SEEDS)
+	ML2_PARTS="$(ML2_PARTS)" sh tests/bench/ml2.sh ./tunekit $(BUILD)/bench/ml2 $(ML2_SEEDS) \
+		$(ML2_VTA_TRIALS) $(ML2_CPU_TRIALS) $(ML2_CPU_SEEDS) $(ML2_KT_TRIALS) $(ML2_KT_SEEDS)
 
 # The kernel benchmark (issue 4): tune each workload, export the best kernel
 # and time it against OpenBLAS, BLIS or oneDNN in one process, with the FP32
