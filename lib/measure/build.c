@@ -52,7 +52,7 @@
 
 #define BUILD_MSGMAX 400  /* bytes of compiler output kept in build_job.msg */
 #define BUILD_MAXARGS 64  /* compiler arguments from the target's cflags */
-#define BUILD_JOBARGS 8   /* and per job: the reports' 5, -o, output, source */
+#define BUILD_JOBARGS 9   /* and per job: the reports' 6, -o, output, source */
 #define BUILD_POLL_NS 2000000L
 #define BUILD_HASH_VERSION "tunekit-build-2"
 #define BUILD_REF_VERSION "tunekit-ref-1" /* change when the reference computation does */
