@@ -307,6 +307,9 @@ bench-kernels: tunekit
 # a fixed task mix from an empty compile cache, this build against a
 # baseline built from MEASURE_BASE (default: where this branch left main) in
 # a git worktree under $(BUILD), interleaved, medians of MEASURE_ROUNDS.
+# MEASURE_TUNE=1 then compares the best kernels both binaries' tunes find
+# (tests/bench/measure-tune.sh; MEASURE_TUNE_TRIALS, _SEEDS, _TASKS, _ROUNDS).
+MEASURE_TUNE ?= 0
 MEASURE_BASE ?= $(shell git merge-base HEAD main 2>/dev/null || echo HEAD)
 MEASURE_ROUNDS ?= 3
 MEASURE_SAMPLE ?= 8
@@ -322,6 +325,8 @@ measure-base:
 bench-measure: tunekit measure-base
 	sh tests/bench/measure.sh ./tunekit $(MEASURE_BASEDIR)/tunekit $(BUILD)/bench/measure \
 		$(MEASURE_ROUNDS) $(MEASURE_SAMPLE)
+	[ '$(MEASURE_TUNE)' != 1 ] || sh tests/bench/measure-tune.sh ./tunekit \
+		$(MEASURE_BASEDIR)/tunekit $(BUILD)/bench/measure-tune
 
 # Compiler time per kernel (tests/bench/compile.sh): the C this build and
 # the MEASURE_BASE build generate for the same sampled configurations of
