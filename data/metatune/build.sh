@@ -42,12 +42,23 @@ tasks=$(grep -v '^#' "$LIST" | tail -n +2 | cut -f2)
 [ "$NTASK" -gt 0 ] && tasks=$(echo "$tasks" | head -n "$NTASK")
 n=$(echo "$tasks" | wc -l)
 
-# Trials of the runs whose command (without its program) starts with $1.
+# The target's hardware key on this machine: a kernel's runs are those on
+# this hardware, so a store built on another CPU (or shared between
+# machines) does not count as this machine's measurements.
+key=$("$TK" help targets "$TARGET") || die "cannot resolve the target $TARGET"
+hw_id() {
+	[ -e "$DB" ] || return 0
+	sqlite3 "$DB" "SELECT id FROM hardware WHERE key = '$(echo "$key" | sed "s/'/''/g")'"
+}
+
+# Trials of the runs on this hardware whose command (without its program)
+# starts with $1.
 have() {
-	[ -e "$DB" ] || { echo 0; return; }
-	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' -v a="$1" '
+	hw=$(hw_id)
+	[ -n "$hw" ] || { echo 0; return; }
+	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' -v a="$1" -v hw="$hw" '
 		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-		{ c = $col["command"]; sub(/^[^ ]* /, "", c); if (index(c, a) == 1) s += $col["trials"] }
+		$col["hw"] == hw { c = $col["command"]; sub(/^[^ ]* /, "", c); if (index(c, a) == 1) s += $col["trials"] }
 		END { print s + 0 }'
 }
 
