@@ -45,6 +45,14 @@ int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, 
 int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t hw_id,
                  store_rec_cb cb, void *ctx);
 
+/* The distinct configuration texts of the task with this key measured on
+ * hardware hw_id (valid or not), in the order first recorded: cb(ctx,
+ * text) for each (text valid during the call); a non-zero return stops
+ * the query and is returned. */
+typedef int (*store_text_cb)(void *ctx, const char *text);
+int store_task_configs(tk_store *s, const char *task_key, int64_t hw_id, store_text_cb cb,
+                       void *ctx);
+
 /* task.flops of the task with this key; TK_ENOTFOUND if unknown. */
 int store_task_flops(tk_store *s, const char *task_key, double *flops);
 

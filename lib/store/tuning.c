@@ -167,6 +167,27 @@ int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t 
 	return store_meas_get(s, id, cb, ctx);
 }
 
+int store_task_configs(tk_store *s, const char *task_key, int64_t hw_id, store_text_cb cb,
+                       void *ctx)
+{
+	sqlite3_stmt *st;
+	int rc = store_prepare(s,
+		"SELECT c.text FROM config c JOIN task t ON t.id = c.task_id"
+		" JOIN measurement m ON m.config_id = c.id"
+		" WHERE t.key = ?1 AND m.hardware_id = ?2 GROUP BY c.id ORDER BY min(m.id)", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, task_key);
+	sqlite3_bind_int64(st, 2, hw_id);
+	int src;
+	while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW)
+		rc = cb(ctx, (const char *)sqlite3_column_text(st, 0));
+	if (!rc && src != SQLITE_DONE)
+		rc = store_err(s, src);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_task_space_json(tk_store *s, const char *task_key, char **json)
 {
 	sqlite3_stmt *st;

@@ -67,6 +67,43 @@ static int pick_hw(void *p, int64_t id, const char *key, int64_t n)
 	return 0;
 }
 
+typedef struct pool_ctx {
+	tn_task *t;
+	int cap;
+} pool_ctx;
+
+/* One configuration of the dataset into t's pool; texts this space does
+ * not parse (another version's) are left out. */
+static int pool_add(void *p, const char *text)
+{
+	pool_ctx *P = p;
+	tn_task *t = P->t;
+	sp_config c;
+	if (sp_parse(t->space, text, &c))
+		return TK_OK;
+	if (t->npool == P->cap) {
+		int cap = P->cap ? 2 * P->cap : 64;
+		sp_config *q = realloc(t->pool, sizeof *q * (size_t)cap);
+		if (!q)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		t->pool = q;
+		P->cap = cap;
+	}
+	t->pool[t->npool++] = c;
+	return TK_OK;
+}
+
+/* --replay-pool: the configurations of t the dataset measured on t->dhw. */
+static int pool_load(tn_ctx *C, tn_task *t)
+{
+	pool_ctx P = { t, 0 };
+	int rc = store_task_configs(C->data, t->key, t->dhw, pool_add, &P);
+	if (!rc && t->npool == 0)
+		rc = tk_seterr(TK_EINVAL, "the replay dataset has no configuration of %s that this"
+		               " version parses", t->key);
+	return rc;
+}
+
 static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 {
 	int rc;
@@ -125,6 +162,10 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 			                 C->o->replay_hw[0] ? " on hardware " : "", C->o->replay_hw);
 		}
 		t->dhw = h.id;
+		if (C->o->replay_pool && (rc = pool_load(C, t))) {
+			tuner_task_free(t);
+			return rc;
+		}
 	}
 	*out = t;
 	return TK_OK;
@@ -736,6 +777,9 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		return tk_seterr(TK_EINVAL, "the adaptive controller needs a model (%s) and a search"
 		                 " that plans on it", names);
 	}
+	if (o->replay_pool && !o->replay[0])
+		return tk_seterr(TK_EINVAL, "--replay-pool searches a replay store's configurations:"
+		                 " give --replay");
 	if (o->transfer_hw[0] && !o->transfer_from[0])
 		return tk_seterr(TK_EINVAL, "a transfer hardware needs a history store (--transfer-from)");
 	if (o->transfer_from[0] && (!(C->mk->flags & CM_TRANSFER) || !C->model_based)) {

@@ -75,6 +75,8 @@ typedef struct tn_opts {
 	char replay[512];         /* dataset store (tn_stores.replay), "" for real
 	                             measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
+	int replay_pool;          /* 1: search only the configurations the
+	                             dataset measured (a sampled dataset) */
 	char network[256];        /* network name or file, "" if tasks given */
 	char shard[32];           /* "I/K": tune only share I of K of the tasks
 	                             (tk_shard) with the same share of the

@@ -33,6 +33,8 @@ typedef struct tn_task {
 	sp_space *own_space;
 	int64_t task_id;      /* in the output store */
 	int64_t dhw;          /* replay: hardware id in the dataset */
+	sp_config *pool;      /* --replay-pool: the configurations the dataset */
+	int npool;            /* measured on dhw (NULL: the whole space) */
 
 	tk_rng rng;
 	sr_set visited;       /* indices measured (or proposed) in this run */

@@ -59,14 +59,38 @@ static int plan_len(const tn_ctx *C)
 	return (C->mk->flags & CM_FINETUNE) ? C->o->batch : C->o->plan_size;
 }
 
+/* A random unvisited configuration of the task's pool (--replay-pool):
+ * a few random draws, then a scan from a random start. */
+static int pool_unvisited(tn_task *t, sp_config *c)
+{
+	uint32_t n = (uint32_t)t->npool;
+	for (int k = 0; k < 64; k++) {
+		const sp_config *p = &t->pool[tk_rng_below(&t->rng, n)];
+		if (!sr_set_has(&t->visited, sp_index(t->space, p))) {
+			*c = *p;
+			return 1;
+		}
+	}
+	for (uint32_t i = 0, at = tk_rng_below(&t->rng, n); i < n; i++) {
+		const sp_config *p = &t->pool[(at + i) % n];
+		if (!sr_set_has(&t->visited, sp_index(t->space, p))) {
+			*c = *p;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int random_unvisited(tn_task *t, sp_config *c)
 {
+	if (t->pool)
+		return pool_unvisited(t, c);
 	return sr_random_unvisited(t->space, &t->visited, &t->rng, c);
 }
 
 static int space_exhausted(const tn_task *t)
 {
-	return (uint64_t)t->visited.n >= t->space->size;
+	return (uint64_t)t->visited.n >= (t->pool ? (uint64_t)t->npool : t->space->size);
 }
 
 static int take(tn_task *t, const sp_config *c, sp_config *out, int *n)
@@ -255,6 +279,59 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	return rc;
 }
 
+typedef struct ranked {
+	float s;
+	int i;
+} ranked;
+
+static int by_score_desc(const void *a, const void *b)
+{
+	const ranked *x = a, *y = b;
+	if (x->s != y->s)
+		return x->s > y->s ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The plan of a task searched in its pool (--replay-pool): the model scores
+ * every unvisited configuration of the pool, the best want are the plan,
+ * highest first (TenSet's and TLP's search on a measured pool). */
+static int plan_on_pool(tn_ctx *C, tn_task *t, int want)
+{
+	int n = 0, rc = TK_OK;
+	sp_config *c = malloc(sizeof *c * (size_t)t->npool);
+	float *sc = malloc(sizeof *sc * (size_t)t->npool);
+	ranked *rk = malloc(sizeof *rk * (size_t)t->npool);
+	score_ctx s = { C, t, 0 };
+	if (!c || !sc || !rk) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < t->npool; i++)
+		if (!sr_set_has(&t->visited, sp_index(t->space, &t->pool[i])))
+			c[n++] = t->pool[i];
+	if (n > 0 && (rc = score(&s, c, n, sc)))
+		goto done;
+	for (int i = 0; i < n; i++)
+		rk[i] = (ranked){ sc[i], i };
+	qsort(rk, (size_t)n, sizeof *rk, by_score_desc);
+	if (want > n)
+		want = n;
+	free(t->plan);
+	if (!(t->plan = malloc(sizeof *t->plan * (size_t)(want ? want : 1)))) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < want; i++)
+		t->plan[i] = c[rk[i].i];
+	t->nplan = want;
+	t->plan_pt = 0;
+done:
+	free(c);
+	free(sc);
+	free(rk);
+	return rc;
+}
+
 /* A new plan of plan_len trials from the search on t's model, refit first
  * when fit is set. */
 static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
@@ -267,6 +344,11 @@ static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
 		return rc;
 	if ((C->sk->flags & SR_CONTEXT_EPSILON) && t->nx > 0 && (rc = context_epsilon(C, t)))
 		return rc;
+	if (t->pool) {
+		if (!(rc = plan_on_pool(C, t, plan)))
+			t->fits += fit;
+		return rc;
+	}
 	if (C->o->diversity > 1)
 		want = plan * C->o->diversity;
 	sp_config *cand = malloc(sizeof *cand * (size_t)want);
@@ -359,18 +441,6 @@ static int ml2_candidate(tn_ctx *C, tn_task *t, const sp_config *cand, int n, in
 	return 0;
 }
 
-typedef struct ranked {
-	float s;
-	int i;
-} ranked;
-
-static int by_score_desc(const void *a, const void *b)
-{
-	const ranked *x = a, *y = b;
-	if (x->s != y->s)
-		return x->s > y->s ? -1 : 1;
-	return (x->i > y->i) - (x->i < y->i);
-}
 
 /* Sort c[0..n) by p, highest first (n is a batch: insertion sort). */
 static void rk_fill_sort(sp_config *c, float *p, int n)
@@ -528,6 +598,10 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	*n = 0;
 	if (C->model_based && (C->mk->flags & CM_HIDDEN) && t->model) {
 		rc = ml2_next(C, t, want, out, n);
+	} else if (!C->model_based && t->pool) {
+		sp_config c;
+		while (*n < want && !rc && random_unvisited(t, &c))
+			rc = take(t, &c, out, n);
 	} else if (!C->model_based) {
 		dist_ctx dc;
 		sr_env e = env_of(C, t, &dc);
@@ -651,6 +725,7 @@ void tuner_task_free(tn_task *t)
 	free(t->xc);
 	free(t->ys);
 	free(t->plan);
+	free(t->pool);
 	free(t->ctop);
 	free(t->ctop_s);
 	cm_free(t->model);

@@ -13,14 +13,15 @@
 #    The xgb rows stop early on the holdout (tunekit train's way): an edge
 #    the neural rows, which train a fixed number of epochs, do not get.
 # 2. Search on the measured pools (replay): for each held-out task, tune
-#    over the records the dataset holds, xgb+sa (refit online) against the
-#    TLP model (scoring from the first plan, never refit); trials and
-#    seconds to reach 95% of the pool's best (report compare).
+#    over the configurations the dataset holds (--replay-pool), xgb (refit
+#    online) against the TLP model (scoring from the first plan, never
+#    refit); trials and seconds to reach 95% of the pool's best.
 #
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
 # Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
 # default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
-# TLP_SEARCH_SEEDS (3).
+# TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR has and
+# run the search only).
 set -eu
 TK=$1 SRC=$2 DIR=$3
 EPOCHS=${TLP_EPOCHS:-30}
@@ -66,6 +67,7 @@ model() {
 		}' "$DIR/$name.tsv"
 }
 
+if [ "${TLP_MODELS:-1}" = 1 ] || [ ! -e "$DIR/tlp.model" ]; then
 printf '\n%-14s %7s %7s %6s %7s %7s %8s %8s\n' model train held tasks top1 top5 mse_d train_s
 model xgb-knob --model xgb --feature knob
 model xgb-itervar --model xgb --feature itervar
@@ -75,10 +77,12 @@ if [ -n "$AUX" ]; then
 		--target-fraction "$FRAC"
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
+fi
 
 # 2. Search on the held-out tasks' pools (of at least TLP_POOL_MIN records),
-#    replayed; both searches anneal with the same, smaller budget of model
-#    calls (TLP scores thousands of candidates a second, not millions).
+#    replayed, each search in the task's pool only (--replay-pool: the
+#    model ranks the pool's untried configurations); SA's settings only
+#    matter for a run without a pool.
 SA=${TLP_SA:---sa-chains 32 --sa-iters 100}
 printf '\nreplayed search on the held-out pools (target hardware %s), %s seeds\n' "$TARGET" "$SEEDS"
 printf '%-48s %5s %-8s %9s %9s\n' task pool method trials95 seconds95
@@ -98,8 +102,9 @@ done | awk '!seen[$0]++' | while read -r task; do
 			else
 				set -- --model-file "$DIR/tlp.model"
 			fi
-			"$TK" tune -q --db "$RDB" --replay "$DB" --replay-hardware "$TARGET" --task "$task" \
-				--trials "$pool" --plan-size 8 --confirm 0 --seed "$s" $SA "$@" >/dev/null
+			"$TK" tune -q --db "$RDB" --replay "$DB" --replay-hardware "$TARGET" --replay-pool 1 \
+				--task "$task" --trials "$pool" --plan-size 8 --confirm 0 --seed "$s" $SA "$@" \
+				>/dev/null
 			echo "$task	$pool	$m	$s	$(sqlite3 "$RDB" "SELECT MAX(id) FROM run")"
 		done
 		s=$((s + 1))
@@ -120,7 +125,7 @@ awk -F'\t' '
 	FILENAME ~ /replay/ { run[$5] = $1 "\t" $2 "\t" $3; next }
 	FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 	{ r = $c["run"]; task = $c["task"]; last[r] = $c["seconds"] }
-	!(r in hit) && best[task] > 0 && $c["best_latency_s"] <= best[task] / 0.95 {
+	!(r in hit) && best[task] > 0 && $c["best_latency_s"] != "" && $c["best_latency_s"] <= best[task] / 0.95 {
 		hit[r] = 1; t95[r] = $c["trial"]; s95[r] = $c["seconds"] }
 	function med(v, k,   i, j, x) {
 		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
