@@ -64,7 +64,7 @@ static int bench(const char *task, int n)
 	cm_params_default(&cp);
 	cp.seq_e = FEAT_TLP_E;
 	cp.rounds = 1;
-	cm_data data = { n, d, x, y, 0, NULL, NULL, NULL };
+	cm_data data = { .n = n, .d = d, .x = x, .y = y };
 	cm_model *m;
 	if (cm_fit(cm_find("tlp"), &cp, &data, NULL, &m)) {
 		fprintf(stderr, "tlp_score: %s\n", tk_errmsg());
