@@ -188,16 +188,16 @@ test_expect_success 'replayed configurations absent from the dataset are unmeasu
 test_expect_success 'with --replay-pool, only the dataset'"'"'s configurations are tried, each once' '
 	tunekit measure -q --db pool.db --task dense:m=8,n=8,k=4 --sample 12 --repeat 1 >/dev/null &&
 	sqlite3 pool.db "SELECT text FROM config" | sort >want &&
-	test_rows want 12 &&
+	n=$(wc -l <want) && test "$n" -ge 8 &&
 	tunekit tune -q --db rp1.db --replay pool.db --replay-pool 1 --task dense:m=8,n=8,k=4 \
 		--trials 20 --plan-size 4 --confirm 0 --feature knob >out &&
-	test_rows out 12 &&
+	test_rows out "$n" &&
 	awk -F"\t" "NR > 1 && \$7 != 1" out >bad && test ! -s bad &&
 	awk -F"\t" "NR > 1 { print \$5 }" out | sort >got && cmp want got &&
 	tunekit tune -q --db rp2.db --replay pool.db --replay-pool 1 --task dense:m=8,n=8,k=4 \
 		--trials 8 --search random >out &&
 	test_rows out 8 &&
-	awk -F"\t" "NR > 1 { print \$5 }" out | sort -u >got && test_rows got 8 &&
+	awk -F"\t" "NR > 1 { print \$5 }" out | sort -u >got && test "$(wc -l <got)" -eq 8 &&
 	comm -13 want got >extra && test ! -s extra &&
 	test_expect_code 2 tunekit tune -q --db rp3.db --replay-pool 1 --task dense:m=8,n=8,k=4 \
 		--trials 4 2>err &&
