@@ -441,7 +441,6 @@ static int ml2_candidate(tn_ctx *C, tn_task *t, const sp_config *cand, int n, in
 	return 0;
 }
 
-
 /* Sort c[0..n) by p, highest first (n is a batch: insertion sort). */
 static void rk_fill_sort(sp_config *c, float *p, int n)
 {

@@ -81,9 +81,7 @@ fi
 
 # 2. Search on the held-out tasks' pools (of at least TLP_POOL_MIN records),
 #    replayed, each search in the task's pool only (--replay-pool: the
-#    model ranks the pool's untried configurations); SA's settings only
-#    matter for a run without a pool.
-SA=${TLP_SA:---sa-chains 32 --sa-iters 100}
+#    model ranks the pool's untried configurations, no annealing).
 printf '\nreplayed search on the held-out pools (target hardware %s), %s seeds\n' "$TARGET" "$SEEDS"
 printf '%-48s %5s %-8s %9s %9s\n' task pool method trials95 seconds95
 RDB=$DIR/replay-runs.db
@@ -103,7 +101,7 @@ done | awk '!seen[$0]++' | while read -r task; do
 				set -- --model-file "$DIR/tlp.model"
 			fi
 			"$TK" tune -q --db "$RDB" --replay "$DB" --replay-hardware "$TARGET" --replay-pool 1 \
-				--task "$task" --trials "$pool" --plan-size 8 --confirm 0 --seed "$s" $SA "$@" \
+				--task "$task" --trials "$pool" --plan-size 8 --confirm 0 --seed "$s" "$@" \
 				>/dev/null
 			echo "$task	$pool	$m	$s	$(sqlite3 "$RDB" "SELECT MAX(id) FROM run")"
 		done
