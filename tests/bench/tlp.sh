@@ -20,7 +20,8 @@
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
 # Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
 # default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
-# TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR has and
+# TLP_SEEDS (3: each model is trained with seeds 1..N, the table gives means
+# and ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR has and
 # run the search only).
 set -eu
 TK=$1 SRC=$2 DIR=$3
@@ -28,6 +29,7 @@ EPOCHS=${TLP_EPOCHS:-30}
 FRAC=${TLP_FRACTION:-0.07}
 HOLDOUT=${TLP_HOLDOUT:-resnet-18 bert-base}
 SEEDS=${TLP_SEARCH_SEEDS:-3}
+NSEED=${TLP_SEEDS:-3}
 mkdir -p "$DIR"
 DB=$DIR/tlp.db
 rm -f "$DB" "$DB-wal" "$DB-shm"
@@ -49,26 +51,39 @@ for n in $HOLDOUT; do hold="$hold --holdout-network $n"; done
 echo "target hardware $TARGET: $(q "SELECT key FROM hardware WHERE id = $TARGET")" >&2
 echo "auxiliary hardware: $AUX" >&2
 
-# model NAME TRAIN-ARGS...: train, print one row of the table.
+# model NAME TRAIN-ARGS...: train with seeds 1..TLP_SEEDS, print one row of
+# the table: the means over the seeds, top-1 and top-5 with their range.
+# Seed 1's model is NAME.model (the search's), the others NAME.sS.model.
 model() {
 	name=$1
 	shift
-	t0=$(date +%s.%N)
-	# shellcheck disable=SC2086
-	"$TK" train -q --db "$DB" --hardware "$TARGET" $hold --out "$DIR/$name.model" "$@" \
-		>"$DIR/$name.tsv"
-	secs=$(echo "$(date +%s.%N) - $t0" | bc)
-	awk -F'\t' -v name="$name" -v secs="$secs" '
-		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		$c["set"] == "train" { ntrain = $c["rows"] }
-		$c["set"] == "holdout" {
-			printf "%-14s %7d %7d %6d %7.4f %7.4f %8.4f %8.1f\n", name, ntrain, $c["rows"],
-				$c["tasks"], $c["top1"], $c["top5"], $c["mse_d"], secs
-		}' "$DIR/$name.tsv"
+	s=1
+	while [ "$s" -le "$NSEED" ]; do
+		out=$DIR/$name.model
+		[ "$s" = 1 ] || out=$DIR/$name.s$s.model
+		t0=$(date +%s.%N)
+		# shellcheck disable=SC2086
+		"$TK" train -q --db "$DB" --hardware "$TARGET" $hold --out "$out" --seed "$s" "$@" \
+			>"$DIR/$name.s$s.tsv"
+		secs=$(echo "$(date +%s.%N) - $t0" | bc)
+		awk -F'\t' -v secs="$secs" '
+			NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+			$c["set"] == "train" { ntrain = $c["rows"] }
+			$c["set"] == "holdout" { print ntrain, $c["rows"], $c["tasks"], $c["top1"], $c["top5"],
+				$c["mse_d"], secs }' "$DIR/$name.s$s.tsv"
+		s=$((s + 1))
+	done | awk -v name="$name" '
+		{ k++; for (i = 4; i <= 7; i++) { m[i] += $i; if (k == 1 || $i < lo[i]) lo[i] = $i
+			if (k == 1 || $i > hi[i]) hi[i] = $i } ; tr = $1; ho = $2; ta = $3 }
+		END { if (!k) exit
+			printf "%-14s %7d %7d %6d %7.4f %-15s %7.4f %-15s %8.4f %8.1f\n", name, tr, ho, ta,
+				m[4] / k, sprintf("(%.2f-%.2f)", lo[4], hi[4]), m[5] / k,
+				sprintf("(%.2f-%.2f)", lo[5], hi[5]), m[6] / k, m[7] / k }'
 }
 
 if [ "${TLP_MODELS:-1}" = 1 ] || [ ! -e "$DIR/tlp.model" ]; then
-printf '\n%-14s %7s %7s %6s %7s %7s %8s %8s\n' model train held tasks top1 top5 mse_d train_s
+printf '\nmeans over %s seeds (range)\n%-14s %7s %7s %6s %7s %-15s %7s %-15s %8s %8s\n' "$NSEED" \
+	model train held tasks top1 '' top5 '' mse_d train_s
 model xgb-knob --model xgb --feature knob
 model xgb-itervar --model xgb --feature itervar
 model tlp --model tlp --feature tlp --rounds "$EPOCHS"
