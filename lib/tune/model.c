@@ -1,7 +1,8 @@
 /*
  * model: the cost model of the tuning loop, through the model table
  * (model/cost.h): feature vectors of configurations (cached by index, as
- * AutoTVM does, cleared at 100000 entries) and the task's model, fit on
+ * AutoTVM does, cleared at 100000 entries or FCACHE_BYTES, whichever comes
+ * first: a graph vector is 2210 floats) and the task's model, fit on
  * the throughputs measured so far normalised by their maximum, with
  * AutoTVM's settings: the --objective (a model that ranks) and early
  * stopping after 20 rounds without improvement on the training set itself,
@@ -34,6 +35,9 @@
 #include "tune_int.h"
 
 #define FCACHE_MAX 100000
+/* A task's feature cache at most (its table's capacity is 2 to 4 times
+ * its entries): 100000 itervar vectors fit, graph vectors 3800. */
+#define FCACHE_BYTES ((size_t)128 << 20)
 #define BASE_CLOSE 0.05
 
 #define EARLY_STOP 20   /* AutoTVM: rounds without improvement on the training set */
@@ -101,6 +105,14 @@ static int fcache_grow(tn_fcache *f)
 	return TK_OK;
 }
 
+/* Whether n more entries overflow the cache: past FCACHE_MAX entries or
+ * FCACHE_BYTES at the largest capacity they can take. */
+static int fcache_full(const tn_fcache *f, int n)
+{
+	size_t most = FCACHE_BYTES / (4 * sizeof(float) * (size_t)(f->d > 0 ? f->d : 1));
+	return f->n + n > FCACHE_MAX || (size_t)(f->n + n) > (most > 1024 ? most : 1024);
+}
+
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dp)
 {
 	int rc;
@@ -109,7 +121,7 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 		if ((rc = feat_length(C->feat, t->space, &d)) || (rc = fcache_init(&t->fc, d)))
 			return rc;
 	}
-	if (t->fc.n + n > FCACHE_MAX) {
+	if (fcache_full(&t->fc, n)) {
 		if ((rc = fcache_init(&t->fc, t->fc.d)))
 			return rc;
 	}
@@ -118,6 +130,12 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 	for (int i = 0; i < n; i++) {
 		uint64_t idx = sp_index(t->space, &c[i]);
 		int64_t s = fslot(&t->fc, idx);
+		if (!t->fc.key[s] && fcache_full(&t->fc, 1)) {
+			/* a call larger than the cache: the rest goes uncached */
+			if ((rc = feat_extract(C->feat, t->space, &c[i], &out[(size_t)i * (size_t)d], NULL)))
+				return rc;
+			continue;
+		}
 		if (!t->fc.key[s]) {
 			if (2 * (t->fc.n + 1) > t->fc.cap) {
 				if ((rc = fcache_grow(&t->fc)))
@@ -154,7 +172,7 @@ int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, i
 	/* a cache row: the d features, then 1 if the configuration compiled */
 	if (!t->hc.key && (rc = fcache_init(&t->hc, d + 1)))
 		return rc;
-	if (t->hc.n + n > FCACHE_MAX && (rc = fcache_init(&t->hc, d + 1)))
+	if (fcache_full(&t->hc, n) && (rc = fcache_init(&t->hc, d + 1)))
 		return rc;
 	sp_config *miss = malloc(sizeof *miss * (size_t)(n > 0 ? n : 1));
 	float *hv = malloc(sizeof *hv * (size_t)(n > 0 ? n : 1) * (size_t)d);
