@@ -10,7 +10,7 @@
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
 #   make metatune-dataset  build or continue MetaTune's meta-training set
-#   make bench-meta MetaTune against xgb on held-out networks (small setting)
+#   make bench-meta MetaTune's Table 4: meta model against xgb, xgb-xfer
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-tlp  TLP and MTL-TLP against xgb on the offline dataset
@@ -194,6 +194,9 @@ metatune-dataset: tunekit
 	sh data/metatune/build.sh $(METATUNE_MINUTES)
 METATUNE_SAMPLE ?= 200
 METATUNE_TASKS ?= 0
+# Its shipped copy (data/metatune/metatune.db.gz) and manifest.
+metatune-pack:
+	sh data/dataset/pack.sh data/metatune/build/metatune.db data/metatune
 # The shipped copy (data/dataset/dataset.db.gz) and its manifest.
 dataset-pack:
 	sh data/dataset/pack.sh
@@ -228,18 +231,25 @@ bench-transfer: tunekit
 	sh tests/bench/transfer-search.sh ./tunekit $(BUILD)/bench/transfer \
 		$(TRANSFER_SEARCH_SEEDS) $(TRANSFER_BUDGET)
 
-# MetaTune against xgb and xgb with transfer learning on the dataset's
-# held-out network (tests/bench/meta.sh): few-shot MSE and MSE(D), on the
-# training target and across targets. Small by default: the offline dataset
-# has 16 to 64 records per task.
+# MetaTune's Table 4 (tests/bench/meta.sh): MSE and MSE(D) of the meta model
+# (meta-trained on the metatune-dataset set), xgb and xgb with transfer
+# learning after n measurements of held-out kernels, of the convolutions of
+# four networks in the offline dataset, and across targets.
+META_SOURCE ?= data/metatune/build/metatune.db
 META_DATASET ?= data/dataset/build/dataset.db
 META_REPEATS ?= 3
 $(BUILD)/bench/meta_eval: tests/bench/meta_eval.c $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
+# META_TUNE=1: then the output quality, networks tuned for real by xgb+sa,
+# xgb-xfer, meta+bo and meta+sa at equal budgets (tests/bench/meta-tune.sh;
+# an hour or more of this CPU per network and budget).
+META_TUNE ?= 0
 bench-meta: tunekit $(BUILD)/bench/meta_eval
-	META_REPEATS='$(META_REPEATS)' sh tests/bench/meta.sh ./tunekit $(META_DATASET) \
-		$(BUILD)/bench/meta $(BUILD)/bench/meta_eval
+	META_REPEATS='$(META_REPEATS)' sh tests/bench/meta.sh ./tunekit $(META_SOURCE) \
+		$(META_DATASET) $(BUILD)/bench/meta $(BUILD)/bench/meta_eval
+	[ '$(META_TUNE)' != 1 ] || sh tests/bench/meta-tune.sh ./tunekit $(META_SOURCE) \
+		$(BUILD)/bench/meta/all.model $(BUILD)/bench/meta
 
 # Benchmarks, not in CI: feature extraction throughput, and the trials each
 # search needs on replayed Kernel Tuner spaces (median of 10 seeds).
@@ -351,6 +361,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -1,25 +1,30 @@
 #!/bin/sh
-# pack.sh: write the shipped copy of the offline dataset
-# (data/dataset/dataset.db.gz, a compacted tunekit store) and its manifest
-# (data/dataset/MANIFEST.md) from the build store (make dataset-pack).
+# pack.sh: write the shipped copy of a measured set, DIR/NAME.db.gz (a
+# compacted tunekit store; NAME is DIR's last component), and its manifest
+# DIR/MANIFEST.md from the build store: the offline dataset (make
+# dataset-pack) or MetaTune's meta-training set (make metatune-pack,
+# DIR data/metatune).
 #
-#   data/dataset/pack.sh [BUILD.db]
+#   data/dataset/pack.sh [BUILD.db [DIR]]
 set -eu
 SRC=${1:-${DATASET_DB:-data/dataset/build/dataset.db}}
-OUT=data/dataset
-[ -e "$SRC" ] || { echo "pack.sh: no build store at $SRC (make dataset)" >&2; exit 1; }
+OUT=${2:-data/dataset}
+NAME=$(basename "$OUT")
+BUILD=$NAME
+[ "$NAME" = dataset ] || BUILD=$NAME-dataset
+[ -e "$SRC" ] || { echo "pack.sh: no build store at $SRC (make $BUILD)" >&2; exit 1; }
 tmp=$OUT/.pack.db
 rm -f "$tmp"
 # A compacted copy: one file, no WAL, no free pages.
 sqlite3 "$SRC" "VACUUM INTO '$tmp'"
-gzip -9 -n -c "$tmp" > "$OUT/dataset.db.gz.tmp"
-mv "$OUT/dataset.db.gz.tmp" "$OUT/dataset.db.gz"
+gzip -9 -n -c "$tmp" > "$OUT/$NAME.db.gz.tmp"
+mv "$OUT/$NAME.db.gz.tmp" "$OUT/$NAME.db.gz"
 q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
 {
-	echo "# The offline dataset: manifest"
+	echo "# $(sed -n '1s/^# //p' "$OUT/README.md"): manifest"
 	echo
-	echo "Written by \`make dataset-pack\` on $(date -u +%Y-%m-%d) from the build store;"
-	echo "\`make dataset\` measures more (see README.md in this directory)."
+	echo "Written by \`make $NAME-pack\` on $(date -u +%Y-%m-%d) from the build store;"
+	echo "\`make $BUILD\` measures more (see README.md in this directory)."
 	echo
 	echo "## Counts"
 	echo
@@ -50,6 +55,7 @@ q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
 		FROM measurement m JOIN hardware h ON h.id = m.hardware_id JOIN config c ON c.id = m.config_id
 		GROUP BY h.id ORDER BY h.id" | sed 's/^/| /; s/$/ |/'
 	echo
+	if [ "$NAME" = dataset ]; then
 	echo "## Split"
 	echo
 	echo "By network: models train on the tasks of every other network and are scored on"
@@ -57,6 +63,7 @@ q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
 	echo "--holdout-network bert-base\`). A task that also occurs in a training network"
 	echo "(the classifier layers) is held out all the same. Invalid records stay in."
 	echo
+	fi
 	echo "## Tasks"
 	echo
 	echo "| task | records | valid |"
@@ -65,4 +72,4 @@ q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
 		JOIN task t ON t.id = c.task_id GROUP BY t.id ORDER BY t.key" | sed 's/^/| /; s/$/ |/'
 } > "$OUT/MANIFEST.md"
 rm -f "$tmp"
-echo "pack.sh: $(du -h "$OUT/dataset.db.gz" | cut -f1) in $OUT/dataset.db.gz; manifest in $OUT/MANIFEST.md" >&2
+echo "pack.sh: $(du -h "$OUT/$NAME.db.gz" | cut -f1) in $OUT/$NAME.db.gz; manifest in $OUT/MANIFEST.md" >&2

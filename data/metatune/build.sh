@@ -11,6 +11,10 @@
 # configurations it still lacks (counted from the store's runs), with a seed
 # that moves on, so nothing measured is lost and nothing is redone.
 #
+# The first build on a machine starts from the shipped
+# data/metatune/metatune.db.gz (what earlier builds measured: `make
+# metatune-pack` writes it), so a build spans sessions and machines.
+#
 # Environment: TUNEKIT (./tunekit), METATUNE_DB
 # (data/metatune/build/metatune.db), METATUNE_TARGET (native),
 # METATUNE_SAMPLE (200 configurations per kernel), METATUNE_TASKS (all 47;
@@ -34,6 +38,10 @@ die() { echo "build.sh: $*" >&2; exit 1; }
 [ -x "$TK" ] || die "no tunekit binary at $TK (run make)"
 [ -r "$LIST" ] || die "no $LIST"
 mkdir -p "$(dirname "$DB")"
+SHIP=data/metatune/metatune.db.gz
+if [ ! -e "$DB" ] && [ -e "$SHIP" ]; then
+	gunzip -c "$SHIP" > "$DB.tmp" && mv "$DB.tmp" "$DB"
+fi
 tty=0
 [ -t 2 ] && tty=1
 start=$(date +%s)

@@ -1,0 +1,63 @@
+#!/bin/sh
+# MetaTune's output quality (make bench-meta META_TUNE=1; not a test;
+# measures on this CPU): each network of META_TUNE_NETWORKS (resnet-18) is
+# tuned for real at equal budgets, META_TUNE_BUDGETS trials per task (64),
+# by four methods, and the network's estimated latency at the end is
+# compared (the paper's Figure 6: meta-BO-T 8% faster than xgb):
+#   xgb+sa     AutoTVM's tuner
+#   xgb-xfer   the same with transfer learning from the meta-training set
+#   meta+bo    the meta model (pretrain-meta), fine-tuned on every batch,
+#              batch Bayesian optimisation on its heads' mean and spread
+#   meta+sa    the meta model with simulated annealing
+# Each network and budget has its store, each method its run in it (a
+# method does not read another's records; the compiled-kernel cache is
+# shared); WORKDIR/runs.tsv names them, so a second invocation reports the
+# runs it has and tunes only the missing ones.
+#
+#   tests/bench/meta-tune.sh TUNEKIT SOURCE.db META_MODEL WORKDIR
+#
+# One TSV on stdout: network, budget, method, latency_ms (the sum of weight
+# x best latency over its tasks), vs_xgb (that latency over xgb+sa's), tune
+# seconds.
+set -eu
+TK=$1 SRC=$2 MODEL=$3 OUT=$4
+NETS=${META_TUNE_NETWORKS:-resnet-18}
+BUDGETS=${META_TUNE_BUDGETS:-64}
+SEED=${META_TUNE_SEED:-1}
+die() { echo "meta-tune.sh: $*" >&2; exit 1; }
+[ -r "$MODEL" ] || die "no meta model at $MODEL"
+mkdir -p "$OUT"
+printf 'network\tbudget\tmethod\tlatency_ms\tvs_xgb\ttune_s\n'
+for net in $NETS; do
+	[ -r "data/networks/$net.tsv" ] || die "no network $net in data/networks"
+	ntask=$(grep -v '^#' "data/networks/$net.tsv" | tail -n +2 | wc -l)
+	for b in $BUDGETS; do
+		db=$OUT/tune-$net-$b.db
+		xgb=""
+		for m in xgb+sa xgb-xfer meta+bo meta+sa; do
+			case $m in
+			xgb+sa) set -- ;;
+			xgb-xfer) set -- --transfer-from "$SRC" ;;
+			meta+bo) set -- --model meta --feature graph --meta "$MODEL" --search bo ;;
+			meta+sa) set -- --model meta --feature graph --meta "$MODEL" --search sa ;;
+			esac
+			run=$(awk -F'\t' -v k="$net $b $m" '$1 == k { r = $2 } END { print r }' \
+				"$OUT/runs.tsv" 2>/dev/null || true)
+			if [ -z "$run" ]; then
+				"$TK" tune -q --db "$db" --network "$net" --trials $((b * ntask)) \
+					--seed "$SEED" "$@" >/dev/null || die "$net $m: tune failed"
+				run=$(sqlite3 "$db" "SELECT MAX(id) FROM run")
+				printf '%s\t%s\n' "$net $b $m" "$run" >>"$OUT/runs.tsv"
+			fi
+			lat=$("$TK" report --db "$db" --format tsv curve --run "$run" --network "$net" |
+				awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+					{ l = $c["best_latency_s"] } END { printf "%.4f", l * 1000 }')
+			secs=$("$TK" report --db "$db" --format tsv runs | awk -F'\t' -v r="$run" '
+				NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+				$c["run"] == r { print $c["seconds"] }')
+			[ -n "$xgb" ] || xgb=$lat
+			printf '%s\t%s\t%s\t%s\t%.3f\t%s\n' "$net" "$b" "$m" "$lat" \
+				"$(echo "$lat / $xgb" | bc -l)" "$secs"
+		done
+	done
+done
