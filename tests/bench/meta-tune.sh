@@ -9,6 +9,9 @@
 #   meta+bo    the meta model (pretrain-meta), fine-tuned on every batch,
 #              batch Bayesian optimisation on its heads' mean and spread
 #   meta+sa    the meta model with simulated annealing
+# META_TUNE_TARGET (native) tunes on another target than the one the
+# meta-training set was measured on (e.g. cpu:isa=avx2): the paper's
+# cross-platform case, xgb-xfer then transferring across targets too.
 # Each network and budget has its store, each method its run in it (a
 # method does not read another's records; the compiled-kernel cache is
 # shared); WORKDIR/runs.tsv names them, so a second invocation reports the
@@ -24,30 +27,32 @@ TK=$1 SRC=$2 MODEL=$3 OUT=$4
 NETS=${META_TUNE_NETWORKS:-resnet-18}
 BUDGETS=${META_TUNE_BUDGETS:-64}
 SEED=${META_TUNE_SEED:-1}
+TARGET=${META_TUNE_TARGET:-native}
 die() { echo "meta-tune.sh: $*" >&2; exit 1; }
 [ -r "$MODEL" ] || die "no meta model at $MODEL"
 mkdir -p "$OUT"
+echo "tuning on $("$TK" help targets "$TARGET")" >&2
 printf 'network\tbudget\tmethod\tlatency_ms\tvs_xgb\ttune_s\n'
 for net in $NETS; do
 	[ -r "data/networks/$net.tsv" ] || die "no network $net in data/networks"
 	ntask=$(grep -v '^#' "data/networks/$net.tsv" | tail -n +2 | wc -l)
 	for b in $BUDGETS; do
-		db=$OUT/tune-$net-$b.db
+		db=$OUT/tune-$net-$b-$(echo "$TARGET" | tr -c 'a-z0-9\n' -).db
 		xgb=""
 		for m in xgb+sa xgb-xfer meta+bo meta+sa; do
 			case $m in
 			xgb+sa) set -- ;;
-			xgb-xfer) set -- --transfer-from "$SRC" ;;
+			xgb-xfer) set -- --transfer-from "$SRC" --transfer-hardware "$("$TK" help targets native)" ;;
 			meta+bo) set -- --model meta --feature graph --meta "$MODEL" --search bo ;;
 			meta+sa) set -- --model meta --feature graph --meta "$MODEL" --search sa ;;
 			esac
-			run=$(awk -F'\t' -v k="$net $b $m" '$1 == k { r = $2 } END { print r }' \
+			run=$(awk -F'\t' -v k="$net $b $TARGET $m" '$1 == k { r = $2 } END { print r }' \
 				"$OUT/runs.tsv" 2>/dev/null || true)
 			if [ -z "$run" ]; then
 				"$TK" tune -q --db "$db" --network "$net" --trials $((b * ntask)) \
-					--seed "$SEED" "$@" >/dev/null || die "$net $m: tune failed"
+					--target "$TARGET" --seed "$SEED" "$@" >/dev/null || die "$net $m: tune failed"
 				run=$(sqlite3 "$db" "SELECT MAX(id) FROM run")
-				printf '%s\t%s\n' "$net $b $m" "$run" >>"$OUT/runs.tsv"
+				printf '%s\t%s\n' "$net $b $TARGET $m" "$run" >>"$OUT/runs.tsv"
 			fi
 			lat=$("$TK" report --db "$db" --format tsv curve --run "$run" --network "$net" |
 				awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
