@@ -26,7 +26,7 @@
 #include "task/te.h"
 
 static const char *const usage[] = {
-	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs | model)\n"
+	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs | model | hardware)\n"
 	"   or: tunekit report [--format FMT] curve [--run ID]... [--task TASK | --network NAME]\n"
 	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
 	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]\n"
@@ -50,6 +50,8 @@ static const char *const usage[] = {
 	"the best throughput known for the task, its final GFLOPS and their ratio to the\n"
 	"first run's.\n"
 	"model: the cost models in the store with their holdout metrics.\n"
+	"hardware: every hardware in the store: its id (what --hardware takes), kind, target\n"
+	"spec, records, valid records, tasks, and key.\n"
 	"check: per task measured on the same hardware in both stores, the latency of the\n"
 	"best configuration against the baseline store's: the ratio of the medians of their\n"
 	"repeats with a 95% bootstrap interval, and improved, unchanged or slower (slower: the\n"
@@ -78,7 +80,7 @@ static struct {
 
 static const opt options[] = {
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json; junit for check (default: table on a terminal)" },
-	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check: only this hardware id" },
+	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check, hardware: only this hardware id" },
 	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid: a run (repeatable; default: the latest)" },
 	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve: only this task; importance: name the features for it" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name or file) as one workload" },
@@ -224,6 +226,34 @@ static int report_runs(tk_ctx *ctx, int fmt)
 		return tk_fail(ctx, rc, NULL);
 	}
 	return table_print(b.t, stdout, fmt);
+}
+
+static int hw_row(void *p, const store_hwinfo *h)
+{
+	table *t = p;
+	char id[24], nrec[24], nvalid[24], ntask[24];
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(nrec, sizeof nrec, "%lld", (long long)h->nrec);
+	snprintf(nvalid, sizeof nvalid, "%lld", (long long)h->nvalid);
+	snprintf(ntask, sizeof ntask, "%lld", (long long)h->ntask);
+	const char *cells[] = { id, h->kind ? h->kind : "", h->spec ? h->spec : "", nrec, nvalid,
+	                        ntask, h->key ? h->key : "" };
+	table_row(t, cells);
+	return 0;
+}
+
+static int report_hardware(tk_ctx *ctx, int fmt)
+{
+	static const char *const hdr[] = { "hw", "kind", "target", "records", "valid", "tasks", "key" };
+	table *t = table_new(ArraySize(hdr), hdr);
+	if (!t)
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	int rc = store_hardware_list(ctx->store, o.hardware, hw_row, t);
+	if (rc) {
+		table_free(t);
+		return tk_fail(ctx, rc, NULL);
+	}
+	return table_print(t, stdout, fmt);
 }
 
 /* ---- curve and compare --------------------------------------------------- */
@@ -963,9 +993,10 @@ static int report_importance(tk_ctx *ctx, int fmt)
 
 /* ---- dispatch ----------------------------------------------------------------- */
 
-enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL, R_CHECK, R_INVALID, R_IMPORTANCE };
+enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL, R_CHECK, R_INVALID, R_IMPORTANCE,
+       R_HARDWARE };
 static const char *const aReport[] = { "best", "runs", "curve", "compare", "model", "check",
-                                       "invalid", "importance" };
+                                       "invalid", "importance", "hardware" };
 
 /* Refuse options that the chosen report does not use. */
 static int check_options(tk_ctx *ctx, int r)
@@ -1012,14 +1043,14 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 		               o.format);
 	if (argc != 1)
 		return tk_fail(ctx, TK_EINVAL,
-		               "expected one report: best, runs, curve, compare, model, check, invalid or"
-		               " importance");
+		               "expected one report: best, runs, curve, compare, model, check, invalid,"
+		               " importance or hardware");
 	for (r = 0; r < ArraySize(aReport) && strcmp(argv[0], aReport[r]); r++)
 		;
 	if (r == ArraySize(aReport))
 		return tk_fail(ctx, TK_EINVAL,
 		               "unknown report '%s' (best, runs, curve, compare, model, check, invalid,"
-		               " importance)", argv[0]);
+		               " importance, hardware)", argv[0]);
 	if (junit && r != R_CHECK)
 		return tk_fail(ctx, TK_EINVAL, "--format junit applies to report check");
 	if ((rc = check_options(ctx, r)) || (rc = tk_ctx_store(ctx, &st)))
@@ -1032,6 +1063,7 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	case R_CHECK: return report_check(ctx, fmt, junit);
 	case R_INVALID: return report_invalid(ctx, fmt);
 	case R_IMPORTANCE: return report_importance(ctx, fmt);
+	case R_HARDWARE: return report_hardware(ctx, fmt);
 	}
 	return report_model(ctx, fmt);
 }

@@ -137,6 +137,23 @@ test_expect_success 'bad run ids and misused options exit 2' '
 	! test -e p.svg
 '
 
+test_expect_success 'hardware lists each hardware with its records, its id found by key' '
+	tunekit report --format tsv hardware >hw &&
+	head -1 hw | grep -q "^hw	kind	target	records	valid	tasks	key$" &&
+	test "$(sql "SELECT COUNT(*) FROM hardware")" = "$(tail -n +2 hw | wc -l)" &&
+	key=$(tunekit help targets native) &&
+	id=$(awk -F"	" -v k="$key" "\$7 == k { print \$1 }" hw) &&
+	test "$id" = "$(sql "SELECT id FROM hardware WHERE key = '"'"'$key'"'"'")" &&
+	n=$(awk -F"	" -v k="$key" "\$7 == k { print \$4 }" hw) &&
+	test "$n" = "$(sql "SELECT COUNT(*) FROM measurement WHERE hardware_id = $id")" &&
+	test "$n" -gt 0 &&
+	tunekit report --format tsv --hardware "$id" hardware >hw1 &&
+	test "$(tail -n +2 hw1 | cut -f1)" = "$id" &&
+	tunekit report --format json hardware >hj &&
+	python3 -c "import json,sys; v = json.load(sys.stdin); assert v and v[0][\"records\"] >= 0" <hj &&
+	test_expect_code 2 tunekit report --run 1 hardware 2>err
+'
+
 test_expect_success 'curve on a store without runs exits 2' '
 	tunekit measure --db e.db --task $DENSE --naive -q >/dev/null &&
 	sqlite3 e.db "DELETE FROM measurement; DELETE FROM run" &&

@@ -70,7 +70,7 @@ keys=$("$TK" help targets $DATASET_TARGETS) || die "cannot resolve the targets $
 # The store's id of hardware key $1 (empty until something was measured on it).
 hw_id() {
 	[ -e "$DB" ] || return 0
-	sqlite3 "$DB" "SELECT id FROM hardware WHERE key = '$(echo "$1" | sed "s/'/''/g")'"
+	"$TK" report --db "$DB" --format tsv hardware | awk -F'\t' -v k="$1" 'NR > 1 && $7 == k { print $1 }'
 }
 
 # Runs already in the store on hardware $1: run, trials, the command

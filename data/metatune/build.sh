@@ -56,7 +56,7 @@ n=$(echo "$tasks" | wc -l)
 key=$("$TK" help targets "$TARGET") || die "cannot resolve the target $TARGET"
 hw_id() {
 	[ -e "$DB" ] || return 0
-	sqlite3 "$DB" "SELECT id FROM hardware WHERE key = '$(echo "$key" | sed "s/'/''/g")'"
+	"$TK" report --db "$DB" --format tsv hardware | awk -F'\t' -v k="$key" 'NR > 1 && $7 == k { print $1 }'
 }
 
 # Trials of the runs on this hardware whose command (without its program)

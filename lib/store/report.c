@@ -1,7 +1,7 @@
 /*
  * report: store lookups of `tunekit report` and `tunekit export` (see
  * store_report.h): a run's start, the latest run, a task's best latency on
- * a hardware, a hardware row.
+ * a hardware, a hardware row, the hardware list.
  */
 #include "store_report.h"
 
@@ -138,5 +138,39 @@ int store_hardware_find(tk_store *s, int64_t id, const char *key, int64_t *id_ou
 		if (spec_out)
 			*spec_out = zSpec;
 	}
+	return rc;
+}
+
+int store_hardware_list(tk_store *s, int64_t hardware_id, store_hw_cb cb, void *ctx)
+{
+	sqlite3_stmt *st;
+	store_hwinfo h;
+	int rc, stop = 0;
+
+	assert(s && cb);
+	if ((rc = store_prepare(s,
+		"SELECT h.id, h.key, h.kind, h.spec, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
+		" count(DISTINCT c.task_id)"
+		" FROM hardware h LEFT JOIN measurement m ON m.hardware_id = h.id"
+		" LEFT JOIN config c ON c.id = m.config_id"
+		" WHERE ?1 <= 0 OR h.id = ?1 GROUP BY h.id ORDER BY h.id", &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, hardware_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		h.id = sqlite3_column_int64(st, 0);
+		h.key = (const char *)sqlite3_column_text(st, 1);
+		h.kind = (const char *)sqlite3_column_text(st, 2);
+		h.spec = (const char *)sqlite3_column_text(st, 3);
+		h.nrec = sqlite3_column_int64(st, 4);
+		h.nvalid = sqlite3_column_int64(st, 5);
+		h.ntask = sqlite3_column_int64(st, 6);
+		if ((stop = cb(ctx, &h)) != 0)
+			break;
+	}
+	if (stop)
+		rc = stop;
+	else
+		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
+	sqlite3_finalize(st);
 	return rc;
 }

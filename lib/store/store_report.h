@@ -1,8 +1,8 @@
 /*
  * store_report: the lookups `tunekit report` and `tunekit export` make
  * besides the record queries of store.h: when a run started, which run is
- * the most recent, the best latency a task has reached on a hardware, and
- * a hardware row by id or key. All are read-only. Functions return TK_OK or
+ * the most recent, the best latency a task has reached on a hardware, a
+ * hardware row by id or key, and the list of hardware. All are read-only. Functions return TK_OK or
  * an error code with tk_errmsg() set, as in store.h.
  */
 #ifndef TK_STORE_REPORT_H
@@ -33,5 +33,16 @@ int store_task_best(tk_store *s, int64_t task_id, int64_t hardware_id, double *m
  * such row, TK_ESTORE, TK_ENOMEM; on error the strings are NULL. */
 int store_hardware_find(tk_store *s, int64_t id, const char *key, int64_t *id_out,
                         char **key_out, char **spec_out);
+
+/* Every hardware row with what the store holds of it, by id: its
+ * measurements, the valid ones, and the tasks they are of (0s for
+ * hardware without records). hardware_id > 0: that row only. cb returns
+ * non-zero to stop (that value is returned). TK_ESTORE. */
+typedef struct store_hwinfo {
+	int64_t id, nrec, nvalid, ntask;
+	const char *key, *kind, *spec; /* spec NULL for imported hardware */
+} store_hwinfo;
+typedef int (*store_hw_cb)(void *ctx, const store_hwinfo *h);
+int store_hardware_list(tk_store *s, int64_t hardware_id, store_hw_cb cb, void *ctx);
 
 #endif

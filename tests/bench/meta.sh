@@ -51,7 +51,7 @@ case $key in
 *) other=avx2 ;;
 esac
 okey=$("$TK" help targets "cpu:isa=$other")
-hw() { sqlite3 "$1" "SELECT id FROM hardware WHERE key = '$(echo "$2" | sed "s/'/''/g")'"; }
+hw() { "$TK" report --db "$1" --format tsv hardware | awk -F'\t' -v k="$2" 'NR > 1 && $7 == k { print $1 }'; }
 src_hw=$(hw "$OUT/source.db" "$key")
 same_hw=$(hw "$OUT/dataset.db" "$key")
 cross_hw=$(hw "$OUT/dataset.db" "$okey")
