@@ -54,7 +54,7 @@ static const opt options[] = {
 	{ OPT_INT, "epochs", 0, &o.epochs, "E", "epochs of supervised pre-training (default 30, or 2000 steps)" },
 	{ OPT_DOUBLE, "pretrain-share", 0, &o.pretrain_share, "F", "pre-train on this share of the tasks, MAML on the others (default 1: all)" },
 	{ OPT_INT, "meta-steps", 0, &o.meta_steps, "M", "MAML meta-steps (default 300)" },
-	{ OPT_INT, "finetune-steps", 0, &o.finetune_steps, "S", "the tuner's fine-tuning steps (default: the inner steps)" },
+	{ OPT_INT, "finetune-steps", 0, &o.finetune_steps, "S", "the tuner's fine-tuning steps (default 200; 0: the inner steps)" },
 	{ OPT_INT, "heads", 0, &o.heads, "M", "fine-tuned heads whose spread is the uncertainty (default 5)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "leave this task out and measure on it (repeatable)" },
 	{ OPT_LIST, "holdout-network", 0, &o.holdout_network, "NAME", "leave out the tasks of this network (repeatable)" },
@@ -137,6 +137,7 @@ int cmd_pretrain_meta(int argc, char **argv, tk_ctx *ctx)
 	o.queries = mo.mo.queries;
 	o.meta_steps = mo.mo.meta_steps;
 	o.heads = mo.mo.heads;
+	o.finetune_steps = mo.mo.finetune_steps;
 	o.pretrain_share = 1;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;

@@ -45,7 +45,7 @@ typedef struct meta_opts {
 } meta_opts;
 
 /* alpha 0.01, beta 0.001, 5 inner steps, 4 tasks per batch, 3 ways, 4
- * shots, 4 queries, epochs 0, 300 meta-steps, finetune 0, 5 heads, seed 1. */
+ * shots, 4 queries, epochs 0, 300 meta-steps, finetune 200, 5 heads, seed 1. */
 void meta_opts_default(meta_opts *o);
 /* TK_EINVAL naming the first option out of its range. */
 int meta_opts_check(const meta_opts *o);
