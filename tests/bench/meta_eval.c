@@ -67,18 +67,12 @@ static int find(const tr_set *ts, const char *key)
 	return -1;
 }
 
+/* net_load stores each task in its canonical form: the store's key. */
 static int in_network(const tk_network *net, const char *key)
 {
-	for (int i = 0; i < net->n; i++) {
-		te_prog *p;
-		int same = 0;
-		if (te_task_parse(net->task[i].task, &p) == TK_OK) {
-			same = !strcmp(p->key, key);
-			te_prog_free(p);
-		}
-		if (same)
+	for (int i = 0; i < net->n; i++)
+		if (!strcmp(net->task[i].task, key))
 			return 1;
-	}
 	return 0;
 }
 
