@@ -32,10 +32,7 @@ int store_check_hardware(tk_store *s, store_hwinfo_cb cb, void *ctx)
 		if ((rc = cb(ctx, &h)))
 			break;
 	}
-	if (!rc && src != SQLITE_DONE)
-		rc = store_err(s, src);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, src, rc);
 }
 
 int store_check_samples(tk_store *s, int64_t config_id, int64_t hardware_id,
@@ -70,8 +67,5 @@ int store_check_samples(tk_store *s, int64_t config_id, int64_t hardware_id,
 		if (rc)
 			break;
 	}
-	if (!rc && src != SQLITE_DONE)
-		rc = store_err(s, src);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, src, rc);
 }

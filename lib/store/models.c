@@ -155,12 +155,7 @@ int store_hardware_counts(tk_store *s, const char *kind, int version, store_hw_c
 		if ((stop = cb(ctx, &h)) != 0)
 			break;
 	}
-	if (stop)
-		rc = stop;
-	else
-		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, stop);
 }
 
 /* ---- models -------------------------------------------------------------- */
@@ -221,12 +216,7 @@ int store_models(tk_store *s, store_model_cb cb, void *ctx)
 		if ((stop = cb(ctx, &m)) != 0)
 			break;
 	}
-	if (stop)
-		rc = stop;
-	else
-		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, stop);
 }
 
 int store_model_data(tk_store *s, int64_t id, void **data, size_t *len)

@@ -167,10 +167,5 @@ int store_hardware_list(tk_store *s, int64_t hardware_id, store_hw_cb cb, void *
 		if ((stop = cb(ctx, &h)) != 0)
 			break;
 	}
-	if (stop)
-		rc = stop;
-	else
-		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, stop);
 }

@@ -172,6 +172,16 @@ int store_step_done(tk_store *s, sqlite3_stmt *st)
 	return rc;
 }
 
+/* Finalize a one-shot statement whose last step returned src: stop when a
+ * callback stopped the rows, else TK_OK after the last row or the store's
+ * error (taken before the statement goes). */
+int store_finalize(tk_store *s, sqlite3_stmt *st, int src, int stop)
+{
+	int rc = stop ? stop : src == SQLITE_DONE ? TK_OK : store_err(s, src);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* Step st once. On a row, *id receives column 0 and *found is 1; on no row
  * *found is 0. The statement is reset either way. */
 int store_step_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found)
@@ -1022,12 +1032,7 @@ static int rec_each(tk_store *s, sqlite3_stmt *st, store_rec_cb cb, void *ctx,
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}
-	if (stop)
-		rc = stop;
-	else
-		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, stop);
 }
 
 int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx)
@@ -1173,12 +1178,7 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}
-	if (stop)
-		rc = stop;
-	else
-		rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, stop);
 }
 
 int store_config_median(tk_store *s, int64_t task_id, const char *config, int64_t hardware_id,

@@ -42,6 +42,9 @@ int store_check_pragma(tk_store *s, const char *pragma);
 void store_stmt_reset(sqlite3_stmt *st);
 /* Step to the end ignoring rows, then reset. */
 int store_step_done(tk_store *s, sqlite3_stmt *st);
+/* Finalize a one-shot statement after its last step src: stop if nonzero,
+ * else TK_OK on SQLITE_DONE or the store's error. */
+int store_finalize(tk_store *s, sqlite3_stmt *st, int src, int stop);
 /* Step once: column 0 into *id and *found = 1 on a row; reset. */
 int store_step_id(tk_store *s, sqlite3_stmt *st, int64_t *id, int *found);
 /* Step once: a malloc'd copy of text column 0 into *text (NULL for SQL

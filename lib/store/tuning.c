@@ -22,19 +22,24 @@ int store_run_set_params(tk_store *s, int64_t run_id, const char *params)
 	return rc;
 }
 
-int store_run_params(tk_store *s, int64_t run_id, char **params)
+/* A text column of run run_id, from one of the SELECTs below. */
+static int run_text(tk_store *s, const char *zSql, int64_t run_id, char **out)
 {
 	sqlite3_stmt *st;
-	*params = NULL;
-	int rc = store_prepare(s, "SELECT params FROM run WHERE id = ?1", &st);
+	*out = NULL;
+	int rc = store_prepare(s, zSql, &st), found;
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, run_id);
-	int found;
-	if (!(rc = store_step_text(s, st, params, &found)) && !found)
+	if (!(rc = store_step_text(s, st, out, &found)) && !found)
 		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)run_id);
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int store_run_params(tk_store *s, int64_t run_id, char **params)
+{
+	return run_text(s, "SELECT params FROM run WHERE id = ?1", run_id, params);
 }
 
 int store_run_unfinished(tk_store *s, const char *prefix, int64_t *run_id)
@@ -94,29 +99,15 @@ int store_run_log_read(tk_store *s, int64_t run_id, const char *prefix, store_lo
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int stop = cb(ctx, sqlite3_column_int(st, 0), (const char *)sqlite3_column_text(st, 1),
 		              sqlite3_column_double(st, 2));
-		if (stop) {
-			sqlite3_finalize(st);
-			return stop;
-		}
+		if (stop)
+			return store_finalize(s, st, rc, stop);
 	}
-	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, 0);
 }
 
 int store_run_method(tk_store *s, int64_t run_id, char **method)
 {
-	sqlite3_stmt *st;
-	*method = NULL;
-	int rc = store_prepare(s, "SELECT method FROM run WHERE id = ?1", &st);
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, run_id);
-	int found;
-	if (!(rc = store_step_text(s, st, method, &found)) && !found)
-		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)run_id);
-	sqlite3_finalize(st);
-	return rc;
+	return run_text(s, "SELECT method FROM run WHERE id = ?1", run_id, method);
 }
 
 int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, void *ctx)
@@ -133,14 +124,10 @@ int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int stop = cb(ctx, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
 		              sqlite3_column_int64(st, 2));
-		if (stop) {
-			sqlite3_finalize(st);
-			return stop;
-		}
+		if (stop)
+			return store_finalize(s, st, rc, stop);
 	}
-	rc = rc == SQLITE_DONE ? TK_OK : store_err(s, rc);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, rc, 0);
 }
 
 int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t hw_id,
@@ -182,10 +169,7 @@ int store_task_configs(tk_store *s, const char *task_key, int64_t hw_id, store_t
 	int src;
 	while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW)
 		rc = cb(ctx, (const char *)sqlite3_column_text(st, 0));
-	if (!rc && src != SQLITE_DONE)
-		rc = store_err(s, src);
-	sqlite3_finalize(st);
-	return rc;
+	return store_finalize(s, st, src, rc);
 }
 
 int store_task_space_json(tk_store *s, const char *task_key, char **json)
