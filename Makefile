@@ -197,6 +197,12 @@ METATUNE_TASKS ?= 0
 # Its shipped copy (data/metatune/metatune.db.gz) and manifest.
 metatune-pack:
 	sh data/dataset/pack.sh data/metatune/build/metatune.db data/metatune
+# MetaTune's evaluation kernels (data/metaeval/README.md): ResNet-18's 11
+# convolutions x 272 random configurations, built and shipped the same way.
+metaeval-dataset: tunekit
+	METATUNE_SET=data/metaeval METATUNE_SAMPLE=272 sh data/metatune/build.sh $(METATUNE_MINUTES)
+metaeval-pack:
+	sh data/dataset/pack.sh data/metaeval/build/metaeval.db data/metaeval
 # The shipped copy (data/dataset/dataset.db.gz) and its manifest.
 dataset-pack:
 	sh data/dataset/pack.sh
@@ -361,6 +367,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -15,20 +15,26 @@
 # data/metatune/metatune.db.gz (what earlier builds measured: `make
 # metatune-pack` writes it), so a build spans sessions and machines.
 #
-# Environment: TUNEKIT (./tunekit), METATUNE_DB
-# (data/metatune/build/metatune.db), METATUNE_TARGET (native),
+# METATUNE_SET=data/metaeval builds another set the same way: the kernels
+# of DIR/tasks.tsv into DIR/build/NAME.db, started from the shipped
+# DIR/NAME.db.gz (NAME: DIR's last component).
+#
+# Environment: TUNEKIT (./tunekit), METATUNE_SET (data/metatune),
+# METATUNE_DB (SET/build/NAME.db), METATUNE_TARGET (native),
 # METATUNE_SAMPLE (200 configurations per kernel), METATUNE_TASKS (all 47;
 # N: the first N kernels of tasks.tsv, which cover every operator from 5 on),
 # METATUNE_TIMEOUT (15: seconds one kernel run may take).
 set -eu
 
 TK=${TUNEKIT:-./tunekit}
-DB=${METATUNE_DB:-data/metatune/build/metatune.db}
+SET=${METATUNE_SET:-data/metatune}
+NAME=$(basename "$SET")
+DB=${METATUNE_DB:-$SET/build/$NAME.db}
 TARGET=${METATUNE_TARGET:-native}
 WANT=${METATUNE_SAMPLE:-200}
 NTASK=${METATUNE_TASKS:-0}
 MINUTES=${1:-0}
-LIST=data/metatune/tasks.tsv
+LIST=$SET/tasks.tsv
 # Short repeats, as the offline dataset's: it wants breadth. The paper's
 # larger kernels (a 221x221 conv2d is 6 GFLOP) run for seconds in a poor
 # configuration: a 3 s limit made all six of one such kernel time-outs.
@@ -38,7 +44,7 @@ die() { echo "build.sh: $*" >&2; exit 1; }
 [ -x "$TK" ] || die "no tunekit binary at $TK (run make)"
 [ -r "$LIST" ] || die "no $LIST"
 mkdir -p "$(dirname "$DB")"
-SHIP=data/metatune/metatune.db.gz
+SHIP=$SET/$NAME.db.gz
 if [ ! -e "$DB" ] && [ -e "$SHIP" ]; then
 	gunzip -c "$SHIP" > "$DB.tmp" && mv "$DB.tmp" "$DB"
 fi

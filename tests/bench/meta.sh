@@ -19,6 +19,10 @@
 #   cross     the same convolutions on another ISA of the same CPU (avx2, or
 #             sse2 where native is avx2), with the models of the native
 #             target: the paper's cross-platform case at this machine's scale
+#   resnet-random  resnet-18's 11 convolutions with 272 random records each
+#             (data/metaeval, make metaeval-dataset), when META_EVAL_SET
+#             (data/metaeval/build/metaeval.db) exists: n of META_EVAL_SHOTS
+#             (0 16 64 256), the paper's Table 4 columns
 # A task's score needs 16 records besides its n (meta_eval's MINTEST).
 #
 #   tests/bench/meta.sh TUNEKIT METATUNE.db DATASET.db WORKDIR [META_EVAL]
@@ -31,13 +35,17 @@ EVAL=${5:-build/bench/meta_eval}
 REPEATS=${META_REPEATS:-3}
 SHOTS=${META_SHOTS:-0 16 32}
 KSHOTS=${META_KERNEL_SHOTS:-0 16 64 128}
+EVALSET=${META_EVAL_SET:-data/metaeval/build/metaeval.db}
+ESHOTS=${META_EVAL_SHOTS:-0 16 64 256}
 NETS="resnet-18 vgg-16 alexnet squeezenet-1.0"
 die() { echo "meta.sh: $*" >&2; exit 1; }
 [ -r "$SRC" ] || die "no meta-training set at $SRC (make metatune-dataset)"
 [ -r "$DATA" ] || die "no dataset at $DATA (make dataset, or META_DATASET=...)"
 mkdir -p "$OUT"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs" >&2
-for s in "source:$SRC" "dataset:$DATA"; do
+sets="source:$SRC dataset:$DATA"
+[ -r "$EVALSET" ] && sets="$sets metaeval:$EVALSET"
+for s in $sets; do
 	db=$OUT/${s%%:*}.db
 	[ -e "$db" ] || sqlite3 "${s#*:}" ".backup '$db'"
 	"$TK" extract-features -q --db "$db" --kind graph
@@ -104,3 +112,9 @@ for s in "networks:$same_hw" "cross-$other:$cross_hw"; do
 	"$EVAL" -r "$REPEATS" $nargs "$OUT/all.model" "$OUT/source.db" "$src_hw" \
 		"$OUT/dataset.db" "${s#*:}" $SHOTS | tail -n +2 | sed "s/^/${s%%:*}\t/"
 done
+[ -r "$EVALSET" ] || exit 0
+eval_hw=$(hw "$OUT/metaeval.db" "$key")
+[ -n "$eval_hw" ] || { echo "meta.sh: $EVALSET has no records of $key" >&2; exit 0; }
+# shellcheck disable=SC2086
+"$EVAL" -r "$REPEATS" -n resnet-18 "$OUT/all.model" "$OUT/source.db" "$src_hw" \
+	"$OUT/metaeval.db" "$eval_hw" $ESHOTS | tail -n +2 | sed "s/^/resnet-random\t/"
