@@ -27,6 +27,7 @@
 
 static const char *const usage[] = {
 	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs | model | hardware)\n"
+	"   or: tunekit report [--format FMT] [--hardware ID | --run ID...] [--task TASK] records\n"
 	"   or: tunekit report [--format FMT] curve [--run ID]... [--task TASK | --network NAME]\n"
 	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
 	"   or: tunekit report [--format FMT] compare --run ID [--run ID]... [--network NAME]\n"
@@ -50,6 +51,10 @@ static const char *const usage[] = {
 	"the best throughput known for the task, its final GFLOPS and their ratio to the\n"
 	"first run's.\n"
 	"model: the cost models in the store with their holdout metrics.\n"
+	"records: every measurement, valid or not (of --hardware, of the --run runs, of\n"
+	"--task), by task then id: its id, task, config, hw, valid, error, latency, GFLOPS,\n"
+	"run, the load it was timed under and hw_kind. As TSV a record stream: 'tunekit\n"
+	"measure --config -' measures its configurations again, on another target say.\n"
 	"hardware: every hardware in the store: its id (what --hardware takes), kind, target\n"
 	"spec, records, valid records, tasks, and key.\n"
 	"check: per task measured on the same hardware in both stores, the latency of the\n"
@@ -62,8 +67,8 @@ static const char *const usage[] = {
 	"the share against the batch.\n"
 	"importance: the features of a model file ranked by XGBoost's total gain, with\n"
 	"their names where known (hidden features, named for --task on --target).\n"
-	"Prints a table on a terminal and TSV otherwise (a record stream for best: its id\n"
-	"column names the measurement).",
+	"Prints a table on a terminal and TSV otherwise (a record stream for best and\n"
+	"records: their id column names the measurement).",
 };
 
 static struct {
@@ -80,9 +85,9 @@ static struct {
 
 static const opt options[] = {
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json; junit for check (default: table on a terminal)" },
-	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check, hardware: only this hardware id" },
-	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid: a run (repeatable; default: the latest)" },
-	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve: only this task; importance: name the features for it" },
+	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check, hardware, records: only this hardware id" },
+	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid, records: a run (repeatable; default: the latest)" },
+	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve, records: only this task; importance: name the features for it" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name or file) as one workload" },
 	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve, invalid: write an SVG chart to FILE (- for stdout)" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "invalid: trials per batch (default: the run's)" },
@@ -98,7 +103,21 @@ typedef struct best_ctx {
 	tk_ctx *ctx;
 	table *t;
 	int fmt;
+	const char *task; /* records: only this task key */
 } best_ctx;
+
+/* The store's key of --task: canonical for a template task, as given for an
+ * imported one (malloc'd; NULL when out of memory). */
+static char *task_key(const char *task)
+{
+	te_prog *p;
+	char *key;
+	if (te_task_parse(task, &p))
+		return strdup(task);
+	key = strdup(p->key);
+	te_prog_free(p);
+	return key;
+}
 
 /* Speed-up of the record over the naive configuration of its task. */
 static int naive_speedup(tk_ctx *ctx, const store_rec *r, double *out)
@@ -158,7 +177,7 @@ static int report_best(tk_ctx *ctx, int fmt)
 		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run", "busy",
 		"hw_kind",
 	};
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
+	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, NULL };
 	if (!b.t)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	int rc = store_best(ctx->store, o.hardware, best_row, &b);
@@ -217,7 +236,7 @@ static int report_runs(tk_ctx *ctx, int fmt)
 		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "measured", "predicted",
 		"best_latency", "hw", "replay", "command",
 	};
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
+	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, NULL };
 	if (!b.t)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	int rc = store_runs(ctx->store, run_row, &b);
@@ -348,17 +367,8 @@ static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
 		net_free(net);
 		return rc ? tk_fail(ctx, rc, NULL) : EXIT_OK;
 	}
-	if (o.task) {
-		te_prog *p;
-		if (!te_task_parse(o.task, &p)) {
-			key = strdup(p->key);
-			te_prog_free(p);
-		} else {
-			key = strdup(o.task); /* an imported task: keys are taken as they are */
-		}
-		if (!key)
-			return tk_fail(ctx, TK_ENOMEM, "out of memory");
-	}
+	if (o.task && !(key = task_key(o.task)))
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	for (int i = 0; i < nRun; i++)
 		for (int k = 0; k < aRun[i]->ncurve; k++)
 			if (!key || !strcmp(key, aRun[i]->curve[k].task)) {
@@ -699,7 +709,7 @@ static int report_model(tk_ctx *ctx, int fmt)
 	const char *hdr[4 + RP_MODEL_NKEY] = { "id", "kind", "hw", "created" };
 	for (int k = 0; k < RP_MODEL_NKEY; k++)
 		hdr[4 + k] = rp_model_keys[k];
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt };
+	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, NULL };
 	if (!b.t)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	int rc = rp_models(ctx->store, model_row, &b);
@@ -991,12 +1001,80 @@ static int report_importance(tk_ctx *ctx, int fmt)
 	return rc;
 }
 
+/* ---- records ------------------------------------------------------------------ */
+
+static int record_row(void *p, const store_rec *r)
+{
+	best_ctx *b = p;
+	char id[24], hw[24], run[24], valid[4], lat[32] = "", gf[32] = "", load[32] = "";
+	if (b->task && strcmp(b->task, r->task))
+		return 0;
+	snprintf(id, sizeof id, "%lld", (long long)r->id);
+	snprintf(hw, sizeof hw, "%lld", (long long)r->hardware_id);
+	snprintf(run, sizeof run, "%lld", (long long)r->run_id);
+	snprintf(valid, sizeof valid, "%d", r->valid != 0);
+	if (r->valid && r->median > 0) {
+		if (b->fmt == FMT_TABLE)
+			fmt_seconds(lat, r->median);
+		else
+			snprintf(lat, sizeof lat, "%.9g", r->median);
+		snprintf(gf, sizeof gf, "%.3f", r->flops / r->median * 1e-9);
+	}
+	if (r->load >= 0)
+		snprintf(load, sizeof load, "%.2f", r->load);
+	const char *cells[] = { id, r->task, r->config, hw, valid, r->valid ? "" : r->message ? r->message : "",
+	                        lat, gf, run, load, r->hw_kind ? r->hw_kind : "" };
+	table_row(b->t, cells);
+	return 0;
+}
+
+static int report_records(tk_ctx *ctx, int fmt)
+{
+	static const char *const hdr[] = {
+		"id", "task", "config", "hw", "valid", "error", "latency_s", "gflops", "run", "load",
+		"hw_kind",
+	};
+	char *key = o.task ? task_key(o.task) : NULL, hw[24];
+	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, key };
+	int rc = TK_OK;
+	if (o.run.n && o.hardware)
+		rc = tk_fail(ctx, TK_EINVAL, "report records takes --hardware or --run, not both");
+	else if (!b.t || (o.task && !key))
+		rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+	if (rc) {
+		table_free(b.t);
+		free(key);
+		return rc;
+	}
+	snprintf(hw, sizeof hw, "%lld", (long long)o.hardware);
+	for (int i = 0; !rc && i < o.run.n; i++) {
+		int64_t id;
+		char *method;
+		if (tk_parse_i64(o.run.v[i], &id) || id <= 0) {
+			table_free(b.t);
+			free(key);
+			return tk_fail(ctx, TK_EINVAL, "--run needs a run id, got '%s'", o.run.v[i]);
+		}
+		if (!(rc = store_run_method(ctx->store, id, &method))) /* TK_ENOTFOUND: no run */
+			rc = store_run_records(ctx->store, id, record_row, &b);
+		free(method);
+	}
+	if (!o.run.n)
+		rc = store_hw_records(ctx->store, o.hardware ? hw : NULL, record_row, &b);
+	free(key);
+	if (rc) {
+		table_free(b.t);
+		return tk_fail(ctx, rc, NULL);
+	}
+	return table_print(b.t, stdout, fmt);
+}
+
 /* ---- dispatch ----------------------------------------------------------------- */
 
 enum { R_BEST, R_RUNS, R_CURVE, R_COMPARE, R_MODEL, R_CHECK, R_INVALID, R_IMPORTANCE,
-       R_HARDWARE };
+       R_HARDWARE, R_RECORDS };
 static const char *const aReport[] = { "best", "runs", "curve", "compare", "model", "check",
-                                       "invalid", "importance", "hardware" };
+                                       "invalid", "importance", "hardware", "records" };
 
 /* Refuse options that the chosen report does not use. */
 static int check_options(tk_ctx *ctx, int r)
@@ -1004,11 +1082,11 @@ static int check_options(tk_ctx *ctx, int r)
 	const char *bad = NULL;
 	if (o.hardware && (r == R_CURVE || r == R_COMPARE))
 		bad = "--hardware";
-	else if (o.run.n && r != R_CURVE && r != R_COMPARE && r != R_INVALID)
+	else if (o.run.n && r != R_CURVE && r != R_COMPARE && r != R_INVALID && r != R_RECORDS)
 		bad = "--run";
 	else if (o.network && r != R_CURVE && r != R_COMPARE)
 		bad = "--network";
-	else if (o.task && r != R_CURVE && r != R_IMPORTANCE)
+	else if (o.task && r != R_CURVE && r != R_IMPORTANCE && r != R_RECORDS)
 		bad = "--task";
 	else if (o.plot && r != R_CURVE && r != R_INVALID)
 		bad = "--plot";
@@ -1044,13 +1122,13 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	if (argc != 1)
 		return tk_fail(ctx, TK_EINVAL,
 		               "expected one report: best, runs, curve, compare, model, check, invalid,"
-		               " importance or hardware");
+		               " importance, hardware or records");
 	for (r = 0; r < ArraySize(aReport) && strcmp(argv[0], aReport[r]); r++)
 		;
 	if (r == ArraySize(aReport))
 		return tk_fail(ctx, TK_EINVAL,
 		               "unknown report '%s' (best, runs, curve, compare, model, check, invalid,"
-		               " importance, hardware)", argv[0]);
+		               " importance, hardware, records)", argv[0]);
 	if (junit && r != R_CHECK)
 		return tk_fail(ctx, TK_EINVAL, "--format junit applies to report check");
 	if ((rc = check_options(ctx, r)) || (rc = tk_ctx_store(ctx, &st)))
@@ -1064,6 +1142,7 @@ int cmd_report(int argc, char **argv, tk_ctx *ctx)
 	case R_INVALID: return report_invalid(ctx, fmt);
 	case R_IMPORTANCE: return report_importance(ctx, fmt);
 	case R_HARDWARE: return report_hardware(ctx, fmt);
+	case R_RECORDS: return report_records(ctx, fmt);
 	}
 	return report_model(ctx, fmt);
 }

@@ -154,6 +154,30 @@ test_expect_success 'hardware lists each hardware with its records, its id found
 	test_expect_code 2 tunekit report --run 1 hardware 2>err
 '
 
+test_expect_success 'records lists every measurement, by hardware, run and task' '
+	tunekit report --format tsv records >rec &&
+	head -1 rec | grep -q "^id	task	config	hw	valid	error	latency_s	gflops	run	load	hw_kind$" &&
+	test "$(tail -n +2 rec | wc -l)" = "$(sql "SELECT COUNT(*) FROM measurement")" &&
+	tunekit report --format tsv records --run 2 --task $DENSE >r2 &&
+	test_rows r2 6 &&
+	test "$(tail -n +2 r2 | cut -f2,9 | sort -u)" = "$DENSE_KEY	2" &&
+	test "$(tail -n +2 r2 | cut -f1 | sort -n | tr "\n" " ")" = "$(sql "SELECT m.id FROM measurement m JOIN config c ON c.id = m.config_id JOIN task t ON t.id = c.task_id WHERE m.run_id = 2 AND t.key = '\''$DENSE_KEY'\'' ORDER BY m.id" | tr "\n" " ")" &&
+	awk -F"	" "NR > 1 && \$5 == 1 && !(\$7 > 0 && \$8 > 0) { bad = 1 } END { exit bad }" rec &&
+	test_expect_code 2 tunekit report records --run 99 2>err && grep -q "no run 99" err &&
+	test_expect_code 2 tunekit report records --run 1 --hardware 1 2>err &&
+	test_expect_code 2 tunekit report records --run x 2>err
+'
+
+test_expect_success 'records piped to measure --config - measure the same configurations on another target' '
+	tunekit report --format tsv records --run 1 --task $DENSE >r1 &&
+	tunekit measure -q --target cpu:isa=sse2 --config - <r1 >m2 &&
+	test "$(tail -n +2 m2 | wc -l)" -eq 6 &&
+	hw=$(sql "SELECT hardware_id FROM measurement ORDER BY id DESC LIMIT 1") &&
+	test "$hw" != "$(tail -n +2 r1 | cut -f4 | sort -u)" &&
+	tunekit report --format tsv --hardware "$hw" records >r3 &&
+	test "$(tail -n +2 r3 | cut -f2,3 | sort)" = "$(tail -n +2 r1 | cut -f2,3 | sort)"
+'
+
 test_expect_success 'curve on a store without runs exits 2' '
 	tunekit measure --db e.db --task $DENSE --naive -q >/dev/null &&
 	sqlite3 e.db "DELETE FROM measurement; DELETE FROM run" &&

@@ -1112,9 +1112,10 @@ int store_hw_records(tk_store *s, const char *hw_key, store_rec_cb cb, void *ctx
 	int64_t nRow;
 	int rc;
 
-	assert(s && hw_key && cb);
+	assert(s && cb);
 	rc = store_prepare(s, "SELECT " REC_COLUMNS REC_FROM
-	                     " WHERE h.key = ?1 OR CAST(h.id AS TEXT) = ?1 ORDER BY t.key, m.id", &st);
+	                     " WHERE ?1 IS NULL OR h.key = ?1 OR CAST(h.id AS TEXT) = ?1"
+	                     " ORDER BY t.key, m.id", &st);
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, hw_key);
