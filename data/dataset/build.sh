@@ -17,6 +17,9 @@
 # (data/dataset/build/dataset.db), DATASET_TARGETS (default below),
 # DATASET_RANDOM (16 random configurations per task and target),
 # DATASET_GUIDED (48 trials of xgb+sa, the first 16 of them random),
+# DATASET_PHASES (random guided common: common measures on every other
+# target the configurations the first target has of the task, so that one
+# set of programs has a label on every target, as TenSet's),
 # DATASET_NETWORKS (the order tasks are visited in), DATASET_MAX_LOAD (before
 # each unit, wait until the 1-minute load average per CPU is under this; 0,
 # the default, never waits: on a shared machine 1.5 keeps other work from
@@ -59,7 +62,8 @@ tasks=$(for n in $NETWORKS; do
 done | awk '!seen[$0]++')
 ntask=$(echo "$tasks" | wc -l)
 ntarget=$(echo $DATASET_TARGETS | wc -w)
-nunit=$((ntask * ntarget * 2))
+PHASES=${DATASET_PHASES:-random guided common}
+nunit=$((ntask * ntarget * $(echo $PHASES | wc -w)))
 
 # The hardware key of each target on this machine (a line each, in the
 # order of DATASET_TARGETS): a unit's runs are those on its hardware, so
@@ -83,6 +87,12 @@ runs() {
 			print $col["run"] "\t" $col["trials"] "\t" c }'
 }
 
+# The distinct task<TAB>config lines of hardware $1's records of task $2, sorted.
+configs() {
+	"$TK" report --db "$DB" --format tsv --hardware "$1" --task "$2" records |
+		awk -F'\t' 'NR > 1 { print $2 "\t" $3 }' | LC_ALL=C sort -u
+}
+
 # unit PHASE TASK TARGET KEY: run what the unit still lacks.
 unit() {
 	phase=$1 task=$2 target=$3 hw=$(hw_id "$4")
@@ -94,6 +104,18 @@ unit() {
 		[ "$have" -ge "$want" ] && return 0
 		# A measure killed partway: the configurations it lacks, drawn anew.
 		"$TK" $args --sample $((want - have)) --seed $((1 + have)) > /dev/null ;;
+	common)
+		# What the first target measured of the task and this one lacks.
+		src=$(hw_id "$(echo "$keys" | head -n 1)")
+		[ -n "$src" ] && [ "$src" != "$hw" ] || return 0
+		configs "$src" "$task" > "$DB.want"
+		if [ -n "$hw" ]; then configs "$hw" "$task"; fi > "$DB.have"
+		LC_ALL=C comm -23 "$DB.want" "$DB.have" > "$DB.todo"
+		rm -f "$DB.want" "$DB.have"
+		[ -s "$DB.todo" ] || { rm -f "$DB.todo"; return 0; }
+		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
+			"$TK" measure --db "$DB" --target "$target" -q $TIMING --config - > /dev/null
+		rm -f "$DB.todo" ;;
 	guided)
 		want=$NGUIDED
 		args="tune --db $DB --task $task --target $target -q $TIMING --trials $want --plan-size 16 --confirm 0"
@@ -115,7 +137,7 @@ wait_quiet() {
 }
 
 i=0
-for phase in random guided; do
+for phase in $PHASES; do
 	for task in $tasks; do
 		t=0
 		for target in $DATASET_TARGETS; do
