@@ -21,7 +21,8 @@
 #
 # One TSV on stdout: network, budget, method, latency_ms (the sum of weight
 # x best latency over its tasks), vs_xgb (that latency over xgb+sa's), tune
-# seconds.
+# seconds. WORKDIR/curve-NETWORK-BUDGET.svg plots the four runs' estimated
+# network latency against trials and seconds.
 set -eu
 TK=$1 SRC=$2 MODEL=$3 OUT=$4
 NETS=${META_TUNE_NETWORKS:-resnet-18}
@@ -38,7 +39,7 @@ for net in $NETS; do
 	ntask=$(grep -v '^#' "data/networks/$net.tsv" | tail -n +2 | wc -l)
 	for b in $BUDGETS; do
 		db=$OUT/tune-$net-$b-$(echo "$TARGET" | tr -c 'a-z0-9\n' -).db
-		xgb=""
+		xgb="" runs=""
 		for m in xgb+sa xgb-xfer meta+bo meta+sa; do
 			case $m in
 			xgb+sa) set -- ;;
@@ -51,7 +52,9 @@ for net in $NETS; do
 			if [ -z "$run" ]; then
 				"$TK" tune -q --db "$db" --network "$net" --trials $((b * ntask)) \
 					--target "$TARGET" --seed "$SEED" "$@" >/dev/null || die "$net $m: tune failed"
-				run=$(sqlite3 "$db" "SELECT MAX(id) FROM run")
+				run=$("$TK" report --db "$db" --format tsv runs | awk -F'\t' '
+					NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+					{ r = $c["run"] } END { print r }')
 				printf '%s\t%s\n' "$net $b $TARGET $m" "$run" >>"$OUT/runs.tsv"
 			fi
 			lat=$("$TK" report --db "$db" --format tsv curve --run "$run" --network "$net" |
@@ -61,8 +64,12 @@ for net in $NETS; do
 				NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 				$c["run"] == r { print $c["seconds"] }')
 			[ -n "$xgb" ] || xgb=$lat
+			runs="$runs --run $run"
 			printf '%s\t%s\t%s\t%s\t%.3f\t%s\n' "$net" "$b" "$m" "$lat" \
 				"$(echo "$lat / $xgb" | bc -l)" "$secs"
 		done
+		# shellcheck disable=SC2086
+		"$TK" report --db "$db" curve $runs --network "$net" --plot "$OUT/curve-$net-$b.svg" ||
+			echo "meta-tune.sh: no plot of $net at $b" >&2
 	done
 done
