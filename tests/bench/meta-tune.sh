@@ -21,7 +21,9 @@
 #
 # One TSV on stdout: network, budget, method, latency_ms (the sum of weight
 # x best latency over its tasks), vs_xgb (that latency over xgb+sa's), tune
-# seconds. WORKDIR/curve-NETWORK-BUDGET.svg plots the four runs' estimated
+# seconds, then conv_ms and other_ms: the part of latency_ms in convolution
+# layers (what the meta-training set holds: the paper's scope) and in the
+# rest. WORKDIR/curve-NETWORK-BUDGET.svg plots the four runs' estimated
 # network latency against trials and seconds.
 set -eu
 TK=$1 SRC=$2 MODEL=$3 OUT=$4
@@ -33,7 +35,7 @@ die() { echo "meta-tune.sh: $*" >&2; exit 1; }
 [ -r "$MODEL" ] || die "no meta model at $MODEL"
 mkdir -p "$OUT"
 echo "tuning on $("$TK" help targets "$TARGET")" >&2
-printf 'network\tbudget\tmethod\tlatency_ms\tvs_xgb\ttune_s\n'
+printf 'network\tbudget\tmethod\tlatency_ms\tvs_xgb\ttune_s\tconv_ms\tother_ms\n'
 for net in $NETS; do
 	[ -r "data/networks/$net.tsv" ] || die "no network $net in data/networks"
 	ntask=$(grep -v '^#' "data/networks/$net.tsv" | tail -n +2 | wc -l)
@@ -65,8 +67,16 @@ for net in $NETS; do
 				$c["run"] == r { print $c["seconds"] }')
 			[ -n "$xgb" ] || xgb=$lat
 			runs="$runs --run $run"
-			printf '%s\t%s\t%s\t%s\t%.3f\t%s\n' "$net" "$b" "$m" "$lat" \
-				"$(echo "$lat / $xgb" | bc -l)" "$secs"
+			# weight x best latency per task, split into convolutions and the rest
+			split=$("$TK" report --db "$db" --format tsv records --run "$run" | awk -F'\t' '
+				FNR == NR { if (FNR > 1 && $0 !~ /^#/) w[$2] = $1; next }
+				FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+				$c["valid"] == 1 { t = $c["task"]; l = $c["latency_s"]
+					if (!(t in b) || l < b[t]) b[t] = l }
+				END { for (t in b) { k = t in w ? w[t] : 1; if (t ~ /^conv/) cv += k * b[t]; else o += k * b[t] }
+					printf "%.4f\t%.4f", cv * 1000, o * 1000 }' "data/networks/$net.tsv" -)
+			printf '%s\t%s\t%s\t%s\t%.3f\t%s\t%s\n' "$net" "$b" "$m" "$lat" \
+				"$(echo "$lat / $xgb" | bc -l)" "$secs" "$split"
 		done
 		# shellcheck disable=SC2086
 		"$TK" report --db "$db" curve $runs --network "$net" --plot "$OUT/curve-$net-$b.svg" ||
