@@ -1048,16 +1048,14 @@ static int report_records(tk_ctx *ctx, int fmt)
 	}
 	snprintf(hw, sizeof hw, "%lld", (long long)o.hardware);
 	for (int i = 0; !rc && i < o.run.n; i++) {
-		int64_t id;
-		char *method;
+		int64_t id, run_hw;
 		if (tk_parse_i64(o.run.v[i], &id) || id <= 0) {
 			table_free(b.t);
 			free(key);
 			return tk_fail(ctx, TK_EINVAL, "--run needs a run id, got '%s'", o.run.v[i]);
 		}
-		if (!(rc = store_run_method(ctx->store, id, &method))) /* TK_ENOTFOUND: no run */
+		if (!(rc = store_run_hardware(ctx->store, id, &run_hw))) /* TK_ENOTFOUND: no run */
 			rc = store_run_records(ctx->store, id, record_row, &b);
-		free(method);
 	}
 	if (!o.run.n)
 		rc = store_hw_records(ctx->store, o.hardware ? hw : NULL, record_row, &b);
