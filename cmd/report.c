@@ -1034,32 +1034,24 @@ static int report_records(tk_ctx *ctx, int fmt)
 		"id", "task", "config", "hw", "valid", "error", "latency_s", "gflops", "run", "load",
 		"hw_kind",
 	};
-	char *key = o.task ? task_key(o.task) : NULL, hw[24];
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, key };
+	char hw[24];
+	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, o.task ? task_key(o.task) : NULL };
 	int rc = TK_OK;
 	if (o.run.n && o.hardware)
-		rc = tk_fail(ctx, TK_EINVAL, "report records takes --hardware or --run, not both");
-	else if (!b.t || (o.task && !key))
-		rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
-	if (rc) {
-		table_free(b.t);
-		free(key);
-		return rc;
-	}
-	snprintf(hw, sizeof hw, "%lld", (long long)o.hardware);
+		rc = tk_seterr(TK_EINVAL, "report records takes --hardware or --run, not both");
+	else if (!b.t || (o.task && !b.task))
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
 	for (int i = 0; !rc && i < o.run.n; i++) {
 		int64_t id, run_hw;
-		if (tk_parse_i64(o.run.v[i], &id) || id <= 0) {
-			table_free(b.t);
-			free(key);
-			return tk_fail(ctx, TK_EINVAL, "--run needs a run id, got '%s'", o.run.v[i]);
-		}
-		if (!(rc = store_run_hardware(ctx->store, id, &run_hw))) /* TK_ENOTFOUND: no run */
+		if (tk_parse_i64(o.run.v[i], &id) || id <= 0)
+			rc = tk_seterr(TK_EINVAL, "--run needs a run id, got '%s'", o.run.v[i]);
+		else if (!(rc = store_run_hardware(ctx->store, id, &run_hw))) /* TK_ENOTFOUND: no run */
 			rc = store_run_records(ctx->store, id, record_row, &b);
 	}
-	if (!o.run.n)
+	snprintf(hw, sizeof hw, "%lld", (long long)o.hardware);
+	if (!rc && !o.run.n)
 		rc = store_hw_records(ctx->store, o.hardware ? hw : NULL, record_row, &b);
-	free(key);
+	free((char *)b.task);
 	if (rc) {
 		table_free(b.t);
 		return tk_fail(ctx, rc, NULL);
