@@ -123,7 +123,7 @@ static int on_records(void *p, const char *task, double flops, int64_t hw, int64
 static int measure_target(tk_ctx *ctx, tk_store *st, measured *m, int64_t *hw)
 {
 	tn_opts t;
-	tn_stores in = { NULL, NULL, NULL, 0 };
+	tn_stores in = { 0 };
 	tk_target tg;
 	mf_meta meta;
 	tn_result res;

@@ -167,6 +167,8 @@ static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 	snprintf(t->model, sizeof t->model, "%s", kind);
 	snprintf(t->feature, sizeof t->feature, "%s", fname);
 	in->model_d = len;
+	const char *ops = mf_get(&meta, "operators");
+	snprintf(in->model_ops, sizeof in->model_ops, "%s", ops ? ops : "");
 	return EXIT_OK;
 }
 
@@ -185,6 +187,9 @@ static void summary(tk_ctx *ctx, const tn_result *r)
 	fprintf(stderr, " in %.1f s", r->seconds);
 	if (r->history > 0)
 		fprintf(stderr, ", base model from %lld history records", (long long)r->history);
+	if (r->other > 0)
+		fprintf(stderr, ", %d task%s of operators the model file was not trained on by %s",
+		        r->other, r->other == 1 ? "" : "s", r->other_model);
 	if (r->net_latency > 0)
 		fprintf(stderr, ", estimated latency %s", fmt_seconds(lat, r->net_latency));
 	fprintf(stderr, "; see 'tunekit report best' and 'tunekit report curve --run %lld'\n",
@@ -262,7 +267,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	    !o.given[fd - tn_optdescs])
 		snprintf(t.feature, sizeof t.feature, "knob");
 	/* the dataset of a replay and the history of transfer learning */
-	tn_stores in = { NULL, NULL, NULL, 0 };
+	tn_stores in = { 0 };
 	if (!status && t.model_file[0])
 		status = read_model(ctx, &t, &in);
 	if (!status && t.replay[0] && (rc = store_open(t.replay, STORE_READONLY, &in.replay)))

@@ -61,7 +61,7 @@ test_expect_success 'the run log is the loss curve; report curve prints and plot
 test_expect_success 'tune --meta fine-tunes a copy per task on every batch of a small task' '
 	cp m.model before.model &&
 	tunekit tune -q --db tune.db --task $SMALL --trials 8 --batch 4 --meta m.model \
-		--sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >recs &&
+		--other-model none --sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >recs &&
 	test_rows recs 8 &&
 	test "$(sqlite3 tune.db "SELECT method FROM run")" = "tune/meta+sa" &&
 	sqlite3 tune.db "SELECT params FROM run" | grep -q "^feature=graph$" &&
@@ -72,7 +72,7 @@ test_expect_success 'tune --meta fine-tunes a copy per task on every batch of a 
 
 test_expect_success 'batch Bayesian optimisation (--search bo) with meta and with rfei' '
 	tunekit tune -q --db bo.db --task $SMALL --trials 8 --batch 4 --meta m.model --search bo \
-		--sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >recs &&
+		--other-model none --sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >recs &&
 	test_rows recs 8 && test "$(cut -f5 recs | sort -u | wc -l)" -eq 9 &&
 	tunekit tune -q --db bo.db --task $SMALL --trials 8 --batch 4 --plan-size 4 --model rfei \
 		--search bo --bo-kappa 1 --sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 \
@@ -81,6 +81,32 @@ test_expect_success 'batch Bayesian optimisation (--search bo) with meta and wit
 	test "$(sqlite3 bo.db "SELECT group_concat(method, '\'' '\'') FROM run")" = "tune/meta+bo tune/rfei+bo" &&
 	test_expect_code 2 tunekit tune --db bo.db --task $SMALL --trials 4 --search bo 2>err &&
 	grep -q "bo needs a model with uncertainty: --model rfei, meta" err
+'
+
+test_expect_success 'an operator the meta model was not meta-trained on is tuned by the other model' '
+	grep -a -q "^operators batch_matmul,conv2d$" m.model &&
+	tunekit tune --db other.db --task $SMALL --task conv2d:c=4,h=6,w=6,k=4,pad=1 --trials 8 \
+		--batch 4 --plan-size 4 --meta m.model --sa-chains 8 --sa-iters 20 --confirm 0 \
+		--repeat 1 --min-repeat-ms 1 >recs 2>err &&
+	test_rows recs 8 &&
+	grep -q "1 task of operators the model file was not trained on by xgb" err &&
+	sqlite3 other.db "SELECT params FROM run" | grep -q "^other_model=auto$" &&
+	test "$(sqlite3 other.db "SELECT COUNT(*) FROM run_log WHERE key LIKE '\''fits:dense%'\''")" -eq 1 &&
+	test "$(sqlite3 other.db "SELECT CAST(value AS INTEGER) FROM run_log WHERE key LIKE '\''fits:conv2d%'\''")" -ge 1 &&
+	tunekit tune --db other.db --task $SMALL --trials 4 --batch 4 --meta m.model --search bo \
+		--sa-chains 8 --sa-iters 20 --confirm 0 --repeat 1 --min-repeat-ms 1 >/dev/null 2>err &&
+	grep -q "1 task of operators the model file was not trained on by rfei" err &&
+	nrun=$(sqlite3 other.db "SELECT COUNT(*) FROM run") &&
+	test_expect_code 2 tunekit tune --db other.db --task $SMALL --trials 4 --meta m.model \
+		--other-model bogus 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "bogus" err &&
+	test_expect_code 2 tunekit tune --db other.db --task $SMALL --trials 4 --meta m.model \
+		--other-model meta 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "not a model fitted from scratch" err &&
+	test_expect_code 2 tunekit tune --db other.db --task $SMALL --trials 4 --meta m.model \
+		--search bo --other-model xgb 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "other-model xgb has no deviation for bo" err &&
+	test "$(sqlite3 other.db "SELECT COUNT(*) FROM run")" -eq $nrun
 '
 
 test_expect_success 'bad input: too few configurations per task for the shots, one line, exit 2' '

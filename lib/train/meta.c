@@ -172,8 +172,47 @@ static int set_num(mf_meta *mm, const char *key, const char *fmt, double v)
 	return mf_set(mm, key, b);
 }
 
-static int write_model(tk_store *st, const tr_meta_opts *o, cm_model *m, tr_meta_result *r)
+/* strcmp of a[0..n) and b[0..m) */
+static int op_cmp(const char *a, size_t n, const char *b, size_t m)
 {
+	int c = strncmp(a, b, n < m ? n : m);
+	return c ? c : (n > m) - (n < m);
+}
+
+/* The operators (task keys up to ':') of the tasks meta-trained on, not
+ * held out, in order and comma-separated into buf: what tune trusts the
+ * model with. */
+static int trained_ops(const tr_set *ts, char *buf, size_t size)
+{
+	size_t at = 0, last = 0;
+	const char *prev = NULL;
+	buf[0] = 0;
+	for (;;) { /* the least operator after prev, until none is left */
+		const char *best = NULL;
+		size_t blen = 0;
+		for (int i = 0; i < ts->ntask; i++) {
+			const char *key = ts->tasks[i].key;
+			size_t len = strcspn(key, ":");
+			if (ts->tasks[i].holdout || (prev && op_cmp(key, len, prev, last) <= 0) ||
+			    (best && op_cmp(key, len, best, blen) >= 0))
+				continue;
+			best = key;
+			blen = len;
+		}
+		if (!best)
+			return TK_OK;
+		if (at + blen + 2 > size)
+			return tk_seterr(TK_EINVAL, "too many operators in the meta-training set to name");
+		at += (size_t)snprintf(buf + at, size - at, "%s%.*s", at ? "," : "", (int)blen, best);
+		prev = best;
+		last = blen;
+	}
+}
+
+static int write_model(tk_store *st, const tr_meta_opts *o, const tr_set *ts, cm_model *m,
+                       tr_meta_result *r)
+{
+	char ops[256];
 	const meta_opts *mo = &o->mo;
 	mf_meta mm;
 	char hw[32];
@@ -185,6 +224,8 @@ static int write_model(tk_store *st, const tr_meta_opts *o, cm_model *m, tr_meta
 #define NUM(k, f, v) if (!rc) rc = set_num(&mm, k, f, (double)(v))
 	NUM("feature_version", "%.0f", feat_version(FEAT_GRAPH));
 	NUM("feature_length", "%.0f", FEAT_GRAPH_LEN);
+	if (!rc && !(rc = trained_ops(ts, ops, sizeof ops)))
+		rc = mf_set(&mm, "operators", ops);
 	if (!rc)
 		rc = mf_set(&mm, "hardware", r->src.hw_key);
 	if (!rc)
@@ -319,7 +360,7 @@ int tr_pretrain_meta(tk_store *st, const tr_meta_opts *o, const tr_meta_hooks *h
 	    (hold.n && (rc = meta_eval(m, &dho, &ht, mo->shots, mo->seed, &res->hold_before,
 	                               &res->hold_after, &res->hold_ntask))))
 		goto done;
-	if ((rc = log_curve(st, res->run_id, &c)) || (rc = write_model(st, o, m, res)))
+	if ((rc = log_curve(st, res->run_id, &c)) || (rc = write_model(st, o, &ts, m, res)))
 		goto done;
 	rc = store_run_end(st, res->run_id);
 done:

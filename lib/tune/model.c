@@ -118,7 +118,7 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 	int rc;
 	if (!t->fc.key) {
 		int d;
-		if ((rc = feat_length(C->feat, t->space, &d)) || (rc = fcache_init(&t->fc, d)))
+		if ((rc = feat_length(t->feat, t->space, &d)) || (rc = fcache_init(&t->fc, d)))
 			return rc;
 	}
 	if (fcache_full(&t->fc, n)) {
@@ -132,7 +132,7 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 		int64_t s = fslot(&t->fc, idx);
 		if (!t->fc.key[s] && fcache_full(&t->fc, 1)) {
 			/* a call larger than the cache: the rest goes uncached */
-			if ((rc = feat_extract(C->feat, t->space, &c[i], &out[(size_t)i * (size_t)d], NULL)))
+			if ((rc = feat_extract(t->feat, t->space, &c[i], &out[(size_t)i * (size_t)d], NULL)))
 				return rc;
 			continue;
 		}
@@ -142,7 +142,7 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 					return rc;
 				s = fslot(&t->fc, idx);
 			}
-			if ((rc = feat_extract(C->feat, t->space, &c[i], &t->fc.val[s * d], NULL)))
+			if ((rc = feat_extract(t->feat, t->space, &c[i], &t->fc.val[s * d], NULL)))
 				return rc;
 			t->fc.key[s] = idx + 1;
 			t->fc.n++;
@@ -257,7 +257,7 @@ static void fit_params(tn_ctx *C, tn_task *t, cm_params *p)
 	p->rounds = C->o->xgb_rounds > 0 ? C->o->xgb_rounds : 0;
 	p->early_stop = C->o->xgb_rounds > 0 ? 0 : EARLY_STOP;
 	p->rng = &t->rng;
-	p->seq_e = feat_seq_width(C->feat);
+	p->seq_e = feat_seq_width(t->feat);
 }
 
 /* The base model's output on n rows, weighted by t->base_w. */
@@ -275,7 +275,7 @@ static int base_margin(tn_task *t, const float *x, int n, int d, float *margin)
 static int adapt_fixed(tn_ctx *C, tn_task *t, const cm_params *p, const cm_data *train)
 {
 	int rc;
-	if (!t->model && (rc = cm_clone(C->fixed, &t->model))) /* run.c clones it first */
+	if (!t->model && (rc = cm_clone(t->fixed, &t->model))) /* run.c clones it first */
 		return rc;
 	cm_adapt_opts a;
 	cm_adapt_default(&a);
@@ -290,9 +290,9 @@ int model_fit(tn_ctx *C, tn_task *t)
 	int d, rc;
 	float *x = NULL, *y = NULL, *margin = NULL, *xh = NULL;
 	cm_params p;
-	if (t->nx == 0 || (C->fixed && !t->model))
+	if (t->nx == 0 || (t->fixed && !t->model))
 		return TK_OK; /* a trained model that is never refit */
-	if ((rc = feat_length(C->feat, t->space, &d)))
+	if ((rc = feat_length(t->feat, t->space, &d)))
 		return rc;
 	x = malloc(sizeof *x * (size_t)t->nx * (size_t)d);
 	y = malloc(sizeof *y * (size_t)t->nx);
@@ -319,7 +319,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 		train.margin = margin;
 	}
 	fit_params(C, t, &p);
-	if (C->mk->flags & CM_HIDDEN) {
+	if (t->mk->flags & CM_HIDDEN) {
 		/* ML2Tuner: the rows' hidden features for A (none when replayed,
 		 * nor in the ablation without A) */
 		int dh = strchr(C->o->ml2_stages, 'A') ? model_hidden_length(C, t) : 0;
@@ -335,12 +335,12 @@ int model_fit(tn_ctx *C, tn_task *t)
 		train.dh = dh;
 		t->ml2_fit_nx = t->nx;
 	}
-	if (C->adapt)
+	if (C->adapt && t->fixed)
 		rc = adapt_fixed(C, t, &p, &train);
 	else if (t->model)
 		rc = cm_update(t->model, &p, &train);
 	else
-		rc = cm_fit(C->mk, &p, &train, NULL, &t->model);
+		rc = cm_fit(t->mk, &p, &train, NULL, &t->model);
 done:
 	free(x);
 	free(y);
@@ -352,13 +352,13 @@ done:
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd)
 {
 	int d, rc;
-	cm_model *m = t->model ? t->model : C->fixed;
+	cm_model *m = t->model ? t->model : t->fixed;
 	if (!m) {
 		for (int i = 0; i < n; i++)
 			mu[i] = sd[i] = 0;
 		return TK_OK;
 	}
-	if ((rc = feat_length(C->feat, t->space, &d)))
+	if ((rc = feat_length(t->feat, t->space, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
 	if (!x)
@@ -372,7 +372,7 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 {
 	int d, rc;
-	if (C->mk->flags & CM_EI) {
+	if (t->mk->flags & CM_EI) {
 		/* expected positive improvement over the best measured: 1 in the
 		 * normalised throughputs the model learnt */
 		float *sd = malloc(sizeof *sd * (size_t)(n > 0 ? n : 1));
@@ -384,13 +384,13 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		free(sd);
 		return rc;
 	}
-	cm_model *m = t->model ? t->model : C->fixed; /* the task's own, or the file's */
+	cm_model *m = t->model ? t->model : t->fixed; /* the task's own, or the file's */
 	if (!m && !t->base) {
 		for (int i = 0; i < n; i++)
 			out[i] = 0;
 		return TK_OK;
 	}
-	if ((rc = feat_length(C->feat, t->space, &d)))
+	if ((rc = feat_length(t->feat, t->space, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
 	float *margin = t->base && m ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;
@@ -421,7 +421,7 @@ static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, ch
 	tr_part pt;
 	cm_params p;
 	*used = 0;
-	if (feat_length(C->feat, t->space, &d))
+	if (feat_length(t->feat, t->space, &d))
 		return TK_OK;
 	uint64_t space = sp_space_hash(t->space);
 	for (int k = 0; k < H->ntask; k++) {
@@ -440,7 +440,7 @@ static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, ch
 		p.rounds = 0;
 		p.early_stop = EARLY_STOP;
 		p.rng = NULL;
-		if (!(rc = cm_fit(C->mk, &p, &train, NULL, &t->base))) {
+		if (!(rc = cm_fit(t->mk, &p, &train, NULL, &t->base))) {
 			t->base_w = 1;
 			*used = n;
 		}

@@ -57,6 +57,9 @@ const tn_optdesc tn_optdescs[] = {
 	  "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)", 0 },
 	{ "model_file", "model-file", TN_STR, F(model_file), 0, 0, "FILE",
 	  "score candidates with this trained model (tunekit train), never refit", TN_KEEP },
+	{ "other_model", "other-model", TN_STR, F(other_model), 0, 0, "NAME",
+	  "with a meta model: tasks of operators it was not meta-trained on use this model"
+	  " (default auto: xgb, or rfei for bo; none: the meta model for all)", TN_KEEP },
 	{ "adapt", "adapt", TN_STR, F(adapt), 0, 0, "METHOD",
 	  "with --model-file: adapt it to each task's records at every refit (moses, finetune, xgb-warm)",
 	  TN_KEEP },

@@ -42,6 +42,7 @@ void tn_opts_default(tn_opts *o)
 	o->bo_kappa = 2;
 	o->alpha = 1;
 	snprintf(o->ml2_stages, sizeof o->ml2_stages, "VA");
+	snprintf(o->other_model, sizeof o->other_model, "auto");
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
 }
@@ -104,6 +105,26 @@ static int pool_load(tn_ctx *C, tn_task *t)
 	return rc;
 }
 
+/* t's cost model: the job's, or for an operator the model file was not
+ * trained on (C->ops) the other model, from scratch on itervar features
+ * (knob for a task without a program). */
+static int task_model(const tn_ctx *C, tn_task *t)
+{
+	t->mk = C->mk;
+	t->feat = C->feat;
+	t->fixed = C->fixed;
+	if (!C->other || tk_list_has(C->ops, t->key, strcspn(t->key, ":")))
+		return TK_OK;
+	t->mk = C->other;
+	t->fixed = NULL;
+	t->feat = t->space->prog && (C->other->features & 1u << FEAT_ITERVAR) ? FEAT_ITERVAR
+	                                                                      : FEAT_KNOB;
+	if (!(C->other->features & 1u << t->feat))
+		return tk_seterr(TK_EINVAL, "%s: the other model %s does not take %s features", t->key,
+		                 C->other->name, feat_kind_name(t->feat));
+	return TK_OK;
+}
+
 static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 {
 	int rc;
@@ -142,7 +163,11 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 		tuner_task_free(t);
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	}
-	if (C->feat != FEAT_KNOB && !t->space->prog && C->model_based) {
+	if ((rc = task_model(C, t))) {
+		tuner_task_free(t);
+		return rc;
+	}
+	if (t->feat != FEAT_KNOB && !t->space->prog && C->model_based) {
 		tuner_task_free(t);
 		return tk_seterr(TK_EINVAL, "%s has no program: only --feature knob applies to it", key);
 	}
@@ -356,7 +381,7 @@ static int ctl_on(const tn_ctx *C)
 
 static int has_model(const tn_ctx *C, const tn_task *t)
 {
-	return t->model || t->base || C->fixed;
+	return t->model || t->base || t->fixed;
 }
 
 /* The mean of the model's scores of cfg[0..n) into *mu. */
@@ -725,6 +750,29 @@ static void report(job *J, tn_task *t, const tn_opts *o, const tn_hooks *h)
 	h->progress(h->ctx, &s);
 }
 
+/* The model of the tasks the model file was not trained on (C->other):
+ * o->other_model, chosen for the search with "auto", none with "none"; a
+ * model fitted from scratch that the search can plan on. */
+static int other_model(const tn_opts *o, tn_ctx *C)
+{
+	const char *name = o->other_model;
+	int rc;
+	C->other = NULL;
+	if (!strcmp(name, "none"))
+		return TK_OK;
+	if (!strcmp(name, "auto"))
+		name = C->sk->flags & SR_NEEDS_UNCERTAINTY ? "rfei" : "xgb";
+	if ((rc = cm_lookup(name, &C->other)))
+		return rc;
+	if (!cm_is_model(C->other) || (C->other->flags & (CM_HIDDEN | CM_FINETUNE)))
+		return tk_seterr(TK_EINVAL, "--other-model %s: not a model fitted from scratch"
+		                 " (xgb, rfei, ...)", name);
+	if ((C->sk->flags & SR_NEEDS_UNCERTAINTY) && !(C->other->flags & CM_UNCERTAINTY))
+		return tk_seterr(TK_EINVAL, "--other-model %s has no deviation for %s", name,
+		                 C->sk->name);
+	return TK_OK;
+}
+
 /* Resolve the model, search and feature kind of o into C and check that
  * they go together, from the tables' flags. */
 static int check_opts(const tn_opts *o, tn_ctx *C)
@@ -766,6 +814,8 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 			                 o->adapt, C->mk->name);
 		C->adapt = tm->adapt;
 	}
+	if ((rc = other_model(o, C)))
+		return rc;
 	if (strcmp(o->ml2_stages, "VA") && strcmp(o->ml2_stages, "V") && strcmp(o->ml2_stages, "A"))
 		return tk_seterr(TK_EINVAL, "unknown ml2 stages '%s' (VA, V, A)", o->ml2_stages);
 	if ((C->mk->flags & CM_HIDDEN) && !C->model_based)
@@ -827,6 +877,9 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 		return tk_seterr(TK_EINVAL, "a trained model (--model-file) is never refit: no"
 		                 " --transfer-from with it");
 	J.C.fixed = in->model;
+	if (!in->model || !in->model_ops[0])
+		J.C.other = NULL; /* a file of no named operators serves them all */
+	J.C.ops = in->model_ops;
 	J.C.data = o->replay[0] ? in->replay : NULL;
 	/* hidden features come from compiling for the target measured on: not
 	 * when the measurements are replayed from other hardware */
@@ -838,18 +891,22 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 	for (int i = 0; i < ntask; i++, J.ntask++)
 		if ((rc = task_open(&J.C, task[i], weight ? weight[i] : 1, &J.tk[i])))
 			goto done;
-	for (int i = 0, d; J.C.fixed && i < ntask; i++)
-		if ((rc = feat_length(J.C.feat, J.tk[i]->space, &d)) ||
+	for (int i = 0, d; i < ntask; i++)
+		if (J.tk[i]->fixed && ((rc = feat_length(J.C.feat, J.tk[i]->space, &d)) ||
 		    (d != in->model_d && (rc = tk_seterr(TK_EINVAL, "%s: %d %s features, the model file"
 		                                         " takes %d", J.tk[i]->key, d, o->feature,
-		                                         in->model_d))))
+		                                         in->model_d)))))
 			goto done;
 	/* a model file that is a starting point (CM_FINETUNE, or --adapt):
 	 * each task fine-tunes or adapts its own copy on its records */
 	for (int i = 0; J.C.fixed && ((cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) || J.C.adapt) &&
 	                i < ntask; i++)
-		if ((rc = cm_clone(J.C.fixed, &J.tk[i]->model)))
+		if (J.tk[i]->fixed && (rc = cm_clone(J.C.fixed, &J.tk[i]->model)))
 			goto done;
+	for (int i = 0; i < ntask; i++)
+		res->other += J.tk[i]->mk != J.C.mk;
+	if (J.C.other)
+		snprintf(res->other_model, sizeof res->other_model, "%s", J.C.other->name);
 	/* the register file of the target measured on bounds the tiles drawn */
 	for (int i = 0; i < ntask && !J.C.data && o->regtile; i++)
 		if (J.tk[i]->space->prog)

@@ -65,6 +65,12 @@ typedef struct tn_opts {
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char model_file[512];     /* a trained model (tn_stores.model) that scores
 	                             candidates as it is, never refit; "" for none */
+	char other_model[16];     /* with a model_file that names the operators it
+	                             was trained on (a meta model): the model of
+	                             the tasks of other operators, on itervar
+	                             features (knob without a program); "auto":
+	                             xgb, or rfei for a search that needs a
+	                             deviation; "none": the file's model for all */
 	char adapt[16];           /* with model_file: "" (never refit), or the
 	                             transfer method (moses, finetune, xgb-warm) that
 	                             adapts a copy of it to each task's records at
@@ -167,6 +173,9 @@ typedef struct tn_result {
 	                             report best ranks (store_best); < 0 if some task
 	                             has no valid record */
 	int64_t history;          /* records the transfer base models learnt from */
+	int other;                /* tasks of operators the model file was not
+	                             trained on, tuned by o->other_model */
+	char other_model[16];     /* its name */
 } tn_result;
 
 /* The stores a job reads besides its own, opened (read-only) and closed
@@ -177,6 +186,8 @@ typedef struct tn_stores {
 	cm_model *model;          /* the model of o->model_file, if it is set, of
 	                             kind o->model on o->feature features */
 	int model_d;              /* its feature length */
+	char model_ops[256];      /* the operators it was trained on, comma-separated
+	                             ("": any; o->other_model tunes the others) */
 } tn_stores;
 
 /* Tune the ntask tasks (weights: occurrences; NULL = all 1) with o on

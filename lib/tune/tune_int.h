@@ -36,6 +36,13 @@ typedef struct tn_task {
 	sp_config *pool;      /* --replay-pool: the configurations the dataset */
 	int npool;            /* measured on dhw (NULL: the whole space) */
 
+	/* its cost model: the job's (C->mk on C->feat, the file's C->fixed), or
+	 * for an operator the model file was not trained on C->other on other
+	 * features and no file */
+	const cm_kind *mk;
+	int feat;             /* FEAT_* */
+	cm_model *fixed;      /* C->fixed or NULL */
+
 	tk_rng rng;
 	sr_set visited;       /* indices measured (or proposed) in this run */
 	int64_t trials, invalid, last_improve;
@@ -99,6 +106,9 @@ typedef struct tn_ctx {
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
 	                         copy of fixed adapted at every refit; 0: none */
+	const cm_kind *other; /* the model of tasks whose operator the model
+	                         file was not trained on (o->other_model), or NULL */
+	const char *ops;      /* the operators it was trained on ("a,b"), or NULL */
 	int model_based;      /* the search plans on the model: a model and a
 	                         search with a plan operation */
 	int hidden;           /* a model with CM_HIDDEN whose tasks' hidden features

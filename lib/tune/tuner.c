@@ -8,7 +8,7 @@
  * batch configurations at a time. Without a model, or with a
  * search that plans on none, the search proposes by itself (random, grid,
  * or annealing chains whose steps are measured). The model and the search
- * are rows of their tables (C->mk, C->sk): nothing here names one.
+ * are rows of their tables (t->mk, C->sk): nothing here names one.
  */
 #include <assert.h>
 #include <float.h>
@@ -44,7 +44,7 @@ static sr_env env_of(tn_ctx *C, tn_task *t, dist_ctx *dc)
 	 * task's share of the budget */
 	double total = C->o->trials > 0 ? (double)C->o->trials : 1;
 	double temp = 1 - (double)t->trials / total;
-	int unc = cm_is_model(C->mk) && (C->mk->flags & CM_UNCERTAINTY);
+	int unc = cm_is_model(t->mk) && (t->mk->flags & CM_UNCERTAINTY);
 	*dc = (dist_ctx){ C, t };
 	sr_env e = { t->space, &t->visited, &t->rng, C->o->batch, temp < 1e-3 ? 1e-3 : temp,
 	             t->best_thr, unc ? dist : NULL, dc, C->o->bo_kappa };
@@ -54,9 +54,9 @@ static sr_env env_of(tn_ctx *C, tn_task *t, dist_ctx *dc)
 /* Configurations per plan and records per refit: the batch for a model
  * that fine-tunes (a cheap update, wanted after every measured batch),
  * else AutoTVM's plan_size. */
-static int plan_len(const tn_ctx *C)
+static int plan_len(const tn_ctx *C, const tn_task *t)
 {
-	return (C->mk->flags & CM_FINETUNE) ? C->o->batch : C->o->plan_size;
+	return (t->mk->flags & CM_FINETUNE) ? C->o->batch : C->o->plan_size;
 }
 
 /* A random unvisited configuration of the task's pool (--replay-pool):
@@ -209,8 +209,8 @@ static int covers(const sp_space *sp, const sp_config *c, int k, const int *pane
 static int cover_orders(tn_ctx *C, tn_task *t)
 {
 	int k = order_knob(t->space), rc = TK_OK;
-	int usable = t->nplan - (int)(t->epsilon * plan_len(C));
-	int slots = plan_len(C) / 8 > 0 ? plan_len(C) / 8 : 1;
+	int usable = t->nplan - (int)(t->epsilon * plan_len(C, t));
+	int slots = plan_len(C, t) / 8 > 0 ? plan_len(C, t) / 8 : 1;
 	if (k < 0 || C->o->cover <= 0 || usable <= 0)
 		return TK_OK;
 	int nv = t->space->knob[k].n, need[ORDER_MAX] = { 0 }, quota[ORDER_MAX] = { 0 };
@@ -336,7 +336,7 @@ done:
  * when fit is set. */
 static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
 {
-	int rc, plan = plan_len(C), want = plan;
+	int rc, plan = plan_len(C, t), want = plan;
 	double t0 = tk_now();
 	rc = fit ? model_fit(C, t) : TK_OK;
 	t->fit_s += tk_now() - t0;
@@ -468,7 +468,7 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	float *x = NULL, *pv = malloc(sizeof *pv * (size_t)cap), *xh = NULL, *sc = NULL;
 	ranked *rk = NULL;
 	int nrej = 0;
-	if (!cand || !chunk || !rej || !rej_p || !pv || (rc = feat_length(C->feat, t->space, &fd)) ||
+	if (!cand || !chunk || !rej || !rej_p || !pv || (rc = feat_length(t->feat, t->space, &fd)) ||
 	    !(x = malloc(sizeof *x * (size_t)cap * (size_t)(fd > 0 ? fd : 1)))) {
 		rc = rc ? rc : tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
@@ -595,7 +595,7 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 {
 	int rc = TK_OK;
 	*n = 0;
-	if (C->model_based && (C->mk->flags & CM_HIDDEN) && t->model) {
+	if (C->model_based && (t->mk->flags & CM_HIDDEN) && t->model) {
 		rc = ml2_next(C, t, want, out, n);
 	} else if (!C->model_based && t->pool) {
 		sp_config c;
@@ -607,7 +607,7 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 		rc = C->sk->next(&t->search, &e, want, out, n);
 	} else {
 		/* ModelBasedTuner.next_batch */
-		int eps = (int)(t->epsilon * plan_len(C));
+		int eps = (int)(t->epsilon * plan_len(C, t));
 		while (*n < want && !space_exhausted(t) && !rc) {
 			sp_config c;
 			while (t->plan_pt < t->nplan &&
@@ -654,7 +654,7 @@ int tuner_next_predicted(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n
 int tuner_start(tn_ctx *C, tn_task *t)
 {
 	int rc = TK_OK;
-	if ((t->base || C->fixed) && t->fits == 0 && C->model_based) {
+	if ((t->base || t->fixed) && t->fits == 0 && C->model_based) {
 		/* AutoTVM plans the first trials on the base model alone and does
 		 * not count that as a fit: the first refit still comes at plan_size
 		 * (a trained model from a file plans them likewise) */
@@ -708,7 +708,7 @@ int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, 
 	/* ModelBasedTuner.update: refit once plan_size (plan_len) more records
 	 * arrived */
 	if (C->model_based &&
-	    t->nx >= plan_len(C) * (t->fits + 1) && t->best_thr > 0)
+	    t->nx >= plan_len(C, t) * (t->fits + 1) && t->best_thr > 0)
 		return replan(C, t);
 	return TK_OK;
 }

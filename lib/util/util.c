@@ -296,6 +296,17 @@ double tk_walltime(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+int tk_list_has(const char *list, const char *s, size_t n)
+{
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == n && !strncmp(p, s, n))
+			return 1;
+		p += k + (p[k] == ',');
+	}
+	return 0;
+}
+
 int tk_parse_i64(const char *s, int64_t *out)
 {
 	char *end;

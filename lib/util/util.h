@@ -112,6 +112,8 @@ double tk_walltime(void); /* seconds since the epoch, CLOCK_REALTIME */
 /* ---- small parsing helpers (strict: whole string must parse) -------- */
 /* 1 if x is in the ascending array a[0..n), by binary search. */
 int tk_sorted_has(const int64_t *a, int64_t n, int64_t x);
+/* 1 if the comma-separated list has the item s[0..n) ("a,b" has "b"). */
+int tk_list_has(const char *list, const char *s, size_t n);
 int tk_parse_i64(const char *s, int64_t *out);  /* TK_OK or TK_EINVAL */
 int tk_parse_f64(const char *s, double *out);   /* TK_OK or TK_EINVAL */
 

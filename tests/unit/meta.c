@@ -390,5 +390,21 @@ TEST(fit_rejects_bad_input)
 	CHECK(strstr(tk_errmsg(), "--alpha"));
 }
 
+/* The operator list a meta model names (tk_list_has): whole items only. */
+TEST(operator_list)
+{
+	const char *ops = "conv1d,conv2d,conv2d_transpose";
+	CHECK(tk_list_has(ops, "conv2d", 6));
+	CHECK(tk_list_has(ops, "conv1d:c=3", 6));
+	CHECK(tk_list_has(ops, "conv2d_transpose", 16));
+	CHECK(!tk_list_has(ops, "conv2", 5));
+	CHECK(!tk_list_has(ops, "conv2d_t", 8));
+	CHECK(!tk_list_has(ops, "dense", 5));
+	CHECK(!tk_list_has("", "dense", 5));
+	CHECK(tk_list_has("dense", "dense", 5));
+	CHECK(!tk_list_has("dense", "", 0));
+}
+
 UNIT_MAIN(gradient_matches_finite_differences, rows_are_independent, maml_lowers_the_few_shot_loss,
-          update_is_an_ensemble_of_heads, payload_round_trip_and_refusals, fit_rejects_bad_input)
+          update_is_an_ensemble_of_heads, payload_round_trip_and_refusals, fit_rejects_bad_input,
+          operator_list)
