@@ -1007,7 +1007,7 @@ static int record_row(void *p, const store_rec *r)
 {
 	best_ctx *b = p;
 	char id[24], hw[24], run[24], valid[4], lat[32] = "", gf[32] = "", load[32] = "";
-	if (b->task && strcmp(b->task, r->task))
+	if (b->task && strcmp(b->task, r->task)) /* --run: store_run_records reads all tasks */
 		return 0;
 	snprintf(id, sizeof id, "%lld", (long long)r->id);
 	snprintf(hw, sizeof hw, "%lld", (long long)r->hardware_id);
@@ -1050,7 +1050,7 @@ static int report_records(tk_ctx *ctx, int fmt)
 	}
 	snprintf(hw, sizeof hw, "%lld", (long long)o.hardware);
 	if (!rc && !o.run.n)
-		rc = store_hw_records(ctx->store, o.hardware ? hw : NULL, record_row, &b);
+		rc = store_hw_records(ctx->store, o.hardware ? hw : NULL, b.task, record_row, &b);
 	free((char *)b.task);
 	if (rc) {
 		table_free(b.t);

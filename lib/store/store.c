@@ -1106,7 +1106,8 @@ int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx)
 	return rc;
 }
 
-int store_hw_records(tk_store *s, const char *hw_key, store_rec_cb cb, void *ctx)
+int store_hw_records(tk_store *s, const char *hw_key, const char *task, store_rec_cb cb,
+                     void *ctx)
 {
 	sqlite3_stmt *st;
 	int64_t nRow;
@@ -1114,11 +1115,13 @@ int store_hw_records(tk_store *s, const char *hw_key, store_rec_cb cb, void *ctx
 
 	assert(s && cb);
 	rc = store_prepare(s, "SELECT " REC_COLUMNS REC_FROM
-	                     " WHERE ?1 IS NULL OR h.key = ?1 OR CAST(h.id AS TEXT) = ?1"
+	                     " WHERE (?1 IS NULL OR h.key = ?1 OR CAST(h.id AS TEXT) = ?1)"
+	                     " AND (?2 IS NULL OR t.key = ?2)"
 	                     " ORDER BY t.key, m.id", &st);
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, hw_key);
+	store_bind_text(st, 2, task);
 	return rec_each(s, st, cb, ctx, &nRow);
 }
 

@@ -112,9 +112,10 @@ int store_meas_get(tk_store *s, int64_t id, store_rec_cb cb, void *ctx);
 /* Every measurement of a run in trial order. */
 int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx);
 /* Every measurement on the hardware with this key (or this id, in decimal;
- * NULL: every hardware), by task key then id (none if the store does not
- * know the hardware). */
-int store_hw_records(tk_store *s, const char *hw_key, store_rec_cb cb, void *ctx);
+ * NULL: every hardware) of the task with this key (NULL: every task), by
+ * task key then id (none if the store does not know the hardware). */
+int store_hw_records(tk_store *s, const char *hw_key, const char *task, store_rec_cb cb,
+                     void *ctx);
 
 /* Lowest median of the valid measurements of (task, config text) on a
  * hardware; TK_ENOTFOUND if there is none. */

@@ -422,7 +422,7 @@ int tr_set_from_history(tk_store *hs, const char *hw_key, int feat, tr_set *ts)
 	H.ts = ts;
 	H.hs = hs;
 	H.feat = feat;
-	int rc = store_hw_records(hs, hw_key, got_record, &H);
+	int rc = store_hw_records(hs, hw_key, NULL, got_record, &H);
 	if (rc == 1)
 		rc = H.rc;
 	free(H.key);

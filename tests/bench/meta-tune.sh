@@ -9,6 +9,9 @@
 #   meta+bo    the meta model (pretrain-meta), fine-tuned on every batch,
 #              batch Bayesian optimisation on its heads' mean and spread
 #   meta+sa    the meta model with simulated annealing
+# The meta model tunes the operators it was meta-trained on (the paper's
+# set: convolutions); tune gives the others (dense layers) to its
+# --other-model, rfei with bo and xgb with sa.
 # META_TUNE_TARGET (native) tunes on another target than the one the
 # meta-training set was measured on (e.g. cpu:isa=avx2): the paper's
 # cross-platform case, xgb-xfer then transferring across targets too.
