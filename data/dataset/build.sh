@@ -78,12 +78,12 @@ hw_id() {
 }
 
 # Runs already in the store on hardware $1: run, trials, the command
-# without its program.
+# without its program and its --db (a store is the same wherever it lies).
 runs() {
 	[ -n "$1" ] || return 0
 	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' -v hw="$1" '
 		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-		$col["hw"] == hw { c = $col["command"]; sub(/^[^ ]* /, "", c)
+		$col["hw"] == hw { c = $col["command"]; sub(/^[^ ]* /, "", c); sub(/ --db [^ ]*/, "", c)
 			print $col["run"] "\t" $col["trials"] "\t" c }'
 }
 
@@ -99,11 +99,11 @@ unit() {
 	case $phase in
 	random)
 		want=$NRANDOM
-		args="measure --db $DB --task $task --target $target -q $TIMING"
-		have=$(runs "$hw" | awk -F'\t' -v a="$args" 'index($3, a) == 1 { s += $2 } END { print s + 0 }')
+		args="--task $task --target $target -q $TIMING"
+		have=$(runs "$hw" | awk -F'\t' -v a="measure $args" 'index($3, a) == 1 { s += $2 } END { print s + 0 }')
 		[ "$have" -ge "$want" ] && return 0
 		# A measure killed partway: the configurations it lacks, drawn anew.
-		"$TK" $args --sample $((want - have)) --seed $((1 + have)) > /dev/null ;;
+		"$TK" measure --db "$DB" $args --sample $((want - have)) --seed $((1 + have)) > /dev/null ;;
 	common)
 		# What the first target measured of the task and this one lacks.
 		src=$(hw_id "$(echo "$keys" | head -n 1)")
@@ -118,10 +118,10 @@ unit() {
 		rm -f "$DB.todo" ;;
 	guided)
 		want=$NGUIDED
-		args="tune --db $DB --task $task --target $target -q $TIMING --trials $want --plan-size 16 --confirm 0"
-		line=$(runs "$hw" | awk -F'\t' -v a="$args" '$3 == a' | tail -n 1)
+		args="--task $task --target $target -q $TIMING --trials $want --plan-size 16 --confirm 0"
+		line=$(runs "$hw" | awk -F'\t' -v a="tune $args" '$3 == a' | tail -n 1)
 		if [ -z "$line" ]; then
-			"$TK" $args > /dev/null
+			"$TK" tune --db "$DB" $args > /dev/null
 		elif [ "$(echo "$line" | cut -f2)" -lt "$want" ]; then
 			"$TK" tune --db "$DB" --resume --run "$(echo "$line" | cut -f1)" --target "$target" -q > /dev/null
 		fi ;;

@@ -65,14 +65,15 @@ hw_id() {
 	"$TK" report --db "$DB" --format tsv hardware | awk -F'\t' -v k="$key" 'NR > 1 && $7 == k { print $1 }'
 }
 
-# Trials of the runs on this hardware whose command (without its program)
-# starts with $1.
+# Trials of the runs on this hardware whose command (without its program
+# and its --db: a store is the same wherever it lies) starts with $1.
 have() {
 	hw=$(hw_id)
 	[ -n "$hw" ] || { echo 0; return; }
 	"$TK" report runs --db "$DB" --format tsv | awk -F'\t' -v a="$1" -v hw="$hw" '
 		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-		$col["hw"] == hw { c = $col["command"]; sub(/^[^ ]* /, "", c); if (index(c, a) == 1) s += $col["trials"] }
+		$col["hw"] == hw { c = $col["command"]; sub(/^[^ ]* /, "", c); sub(/ --db [^ ]*/, "", c)
+			if (index(c, a) == 1) s += $col["trials"] }
 		END { print s + 0 }'
 }
 
@@ -84,13 +85,13 @@ for task in $tasks; do
 		[ $tty = 1 ] && echo "build.sh: $MINUTES minutes are up at kernel $i/$n" >&2
 		break
 	fi
-	args="measure --db $DB --task $task --target $TARGET -q $TIMING"
-	got=$(have "$args")
+	args="--task $task --target $TARGET -q $TIMING"
+	got=$(have "measure $args")
 	[ "$got" -ge "$WANT" ] && continue
 	[ $tty = 1 ] && printf '[%d/%d %dm] %s: %d of %d\n' $i $n $(((now - start) / 60)) \
 		"$task" "$got" "$WANT" >&2
 	# Invalid configurations are records, not failures.
-	"$TK" $args --sample $((WANT - got)) --seed $((1 + got)) > /dev/null ||
+	"$TK" measure --db "$DB" $args --sample $((WANT - got)) --seed $((1 + got)) > /dev/null ||
 		die "kernel $task failed (exit $?)"
 done
 # What pretrain-meta reads (idempotent: only the new configurations).

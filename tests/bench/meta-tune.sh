@@ -26,8 +26,8 @@
 # x best latency over its tasks), vs_xgb (that latency over xgb+sa's), tune
 # seconds, then conv_ms and other_ms: the part of latency_ms in convolution
 # layers (what the meta-training set holds: the paper's scope) and in the
-# rest. WORKDIR/curve-NETWORK-BUDGET.svg plots the four runs' estimated
-# network latency against trials and seconds.
+# rest. WORKDIR/tune-NETWORK-BUDGET-TARGET.svg plots the four runs'
+# estimated network latency against trials and seconds.
 set -eu
 TK=$1 SRC=$2 MODEL=$3 OUT=$4
 NETS=${META_TUNE_NETWORKS:-resnet-18}
@@ -82,7 +82,7 @@ for net in $NETS; do
 				"$(echo "$lat / $xgb" | bc -l)" "$secs" "$split"
 		done
 		# shellcheck disable=SC2086
-		"$TK" report --db "$db" curve $runs --network "$net" --plot "$OUT/curve-$net-$b.svg" ||
+		"$TK" report --db "$db" curve $runs --network "$net" --plot "${db%.db}.svg" ||
 			echo "meta-tune.sh: no plot of $net at $b" >&2
 	done
 done
