@@ -891,20 +891,25 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 	for (int i = 0; i < ntask; i++, J.ntask++)
 		if ((rc = task_open(&J.C, task[i], weight ? weight[i] : 1, &J.tk[i])))
 			goto done;
-	for (int i = 0, d; i < ntask; i++)
-		if (J.tk[i]->fixed && ((rc = feat_length(J.C.feat, J.tk[i]->space, &d)) ||
-		    (d != in->model_d && (rc = tk_seterr(TK_EINVAL, "%s: %d %s features, the model file"
-		                                         " takes %d", J.tk[i]->key, d, o->feature,
-		                                         in->model_d)))))
+	/* per task: the model file takes its features, and a file that is a
+	 * starting point (CM_FINETUNE, or --adapt) gives it a copy to fine-tune
+	 * or adapt on its records; or it has the other model */
+	int start = J.C.fixed && ((cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) || J.C.adapt);
+	for (int i = 0, d; i < ntask; i++) {
+		tn_task *t = J.tk[i];
+		res->other += t->mk != J.C.mk;
+		if (!t->fixed)
+			continue;
+		if ((rc = feat_length(J.C.feat, t->space, &d)))
 			goto done;
-	/* a model file that is a starting point (CM_FINETUNE, or --adapt):
-	 * each task fine-tunes or adapts its own copy on its records */
-	for (int i = 0; J.C.fixed && ((cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) || J.C.adapt) &&
-	                i < ntask; i++)
-		if (J.tk[i]->fixed && (rc = cm_clone(J.C.fixed, &J.tk[i]->model)))
+		if (d != in->model_d) {
+			rc = tk_seterr(TK_EINVAL, "%s: %d %s features, the model file takes %d", t->key, d,
+			               o->feature, in->model_d);
 			goto done;
-	for (int i = 0; i < ntask; i++)
-		res->other += J.tk[i]->mk != J.C.mk;
+		}
+		if (start && (rc = cm_clone(J.C.fixed, &t->model)))
+			goto done;
+	}
 	if (J.C.other)
 		snprintf(res->other_model, sizeof res->other_model, "%s", J.C.other->name);
 	/* the register file of the target measured on bounds the tiles drawn */
