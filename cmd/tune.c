@@ -270,6 +270,11 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	tn_stores in = { 0 };
 	if (!status && t.model_file[0])
 		status = read_model(ctx, &t, &in);
+	/* --other-model picks a model for what a meta model does not cover */
+	const tn_optdesc *od = tn_optdesc_find("other_model");
+	if (!status && od && o.given[od - tn_optdescs] && !in.model_ops[0])
+		status = tk_fail(ctx, TK_EINVAL, "--other-model applies with a meta model that names"
+		                 " its operators (--meta FILE of tunekit pretrain-meta)");
 	if (!status && t.replay[0] && (rc = store_open(t.replay, STORE_READONLY, &in.replay)))
 		status = tk_fail(ctx, rc, NULL);
 	if (!status && t.transfer_from[0] &&

@@ -106,6 +106,8 @@ test_expect_success 'an operator the meta model was not meta-trained on is tuned
 	test_expect_code 2 tunekit tune --db other.db --task $SMALL --trials 4 --meta m.model \
 		--search bo --other-model xgb 2>err &&
 	test $(wc -l <err) -eq 1 && grep -q "other-model xgb has no deviation for bo" err &&
+	test_expect_code 2 tunekit tune --db other.db --task $SMALL --trials 4 --other-model rfei 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "other-model applies with a meta model" err &&
 	test "$(sqlite3 other.db "SELECT COUNT(*) FROM run")" -eq $nrun
 '
 
