@@ -48,9 +48,16 @@
  * mtl-tlp is the same network with K heads: the backbone (encoder,
  * attention, blocks) is shared, rows of hardware k train head k only (the
  * loss of a row is masked for the other heads), and predictions use head 0,
- * the target. With one hardware it is tlp.
+ * the target. With one hardware it is tlp. From version 2 a multi-head
+ * network also has a shared decoder, trained by every row, and head k's
+ * output is added to it: each head is a residual on what all the hardware
+ * agree on, its last layer zero at the start, so that a target with a few
+ * hundred rows starts from the auxiliary heads' ranking and learns only
+ * where it differs (TLP's own heads, version 1, start from nothing and rank
+ * worse than TLP on the target's rows alone; BENCHMARKS.md). Version 1
+ * files still load and predict as they were trained.
  *
- * Payload: a header of TLP_MAGIC, TLP_VERSION, E, L, K and the objective,
+ * Payload: a header of TLP_MAGIC, the version, E, L, K and the objective,
  * then the parameter block as an nn checkpoint whose tag hashes the shape.
  */
 #include <math.h>
@@ -74,7 +81,7 @@
 #define TLP_LR 1e-3f
 #define TLP_ADAPT_LR 1e-4f /* adaptation to new hardware: a tenth of training's */
 #define TLP_MAGIC 0x4d504c54u /* "TLPM" */
-#define TLP_VERSION 1u
+#define TLP_VERSION 2u      /* 2: a multi-head network's shared decoder */
 #define TLP_HEADER 32
 
 static const int enc_dim[4] = { 64, 128, 256, TLP_H };
@@ -86,7 +93,8 @@ typedef struct tlp_w {
 	float *qkv_w, *qkv_b;    /* (3H, H), (3H) */
 	float *proj_w, *proj_b;  /* (H, H), (H) */
 	float *res_w[TLP_NRES], *res_b[TLP_NRES];
-	float *dec_w[TLP_MAXHEAD][4], *dec_b[TLP_MAXHEAD][4];
+	/* decoders: head k, and after the K heads the shared one (shared) */
+	float *dec_w[TLP_MAXHEAD + 1][4], *dec_b[TLP_MAXHEAD + 1][4];
 } tlp_w;
 
 /* Activations of a batch of at most TLP_BMAX sequences (T <= BMAX x L). */
@@ -99,16 +107,20 @@ typedef struct tlp_act {
 	float *h[TLP_NRES + 1];  /* (T, H): h[0] after attention + residual */
 	float *r[TLP_NRES];      /* (T, H) ReLU outputs of the blocks */
 	float *dec[4];           /* (T, dec_dim[i]) */
+	float *sdec[4];          /* (T, dec_dim[i]) the shared decoder's */
 	/* gradients */
 	float *g0, *g1, *g2;     /* (T, H) each */
 	float *gqkv;             /* (T, 3H) */
 	float *gdec[4];          /* (T, dec_dim[i]) */
+	float *gsdec[4];         /* (T, dec_dim[i]) */
 	float *genc[4];          /* (T, enc_dim[i]) */
 	float *scratch;          /* (L, L) */
 } tlp_act;
 
 typedef struct tlp_net {
 	int E, L, K, rank;
+	unsigned version;        /* of the file format: TLP_VERSION, or a file's */
+	int shared;              /* 1: decoder K is shared, heads are residuals */
 	size_t nparam;
 	float *param, *grad;     /* (P) each */
 	tlp_w w, dw;
@@ -121,9 +133,9 @@ typedef struct tlp_net {
 
 /* ---- layout ----------------------------------------------------------- */
 
-/* Sizes and pointers of the parameter tensors of w, in block order; returns
- * the count. */
-static int wlist(tlp_w *w, int E, int K, float **ptrs[], size_t sizes[])
+/* Sizes and pointers of the parameter tensors of w, in block order (the
+ * decoders of the K heads, then the shared one if any); returns the count. */
+static int wlist(tlp_w *w, int E, int K, int shared, float **ptrs[], size_t sizes[])
 {
 	int n = 0, in = E;
 #define ADD(p, sz) (ptrs[n] = &(p), sizes[n] = (size_t)(sz), n++)
@@ -140,7 +152,7 @@ static int wlist(tlp_w *w, int E, int K, float **ptrs[], size_t sizes[])
 		ADD(w->res_w[i], TLP_H * TLP_H);
 		ADD(w->res_b[i], TLP_H);
 	}
-	for (int k = 0; k < K; k++) {
+	for (int k = 0; k < K + shared; k++) {
 		in = TLP_H;
 		for (int i = 0; i < 4; i++) {
 			ADD(w->dec_w[k][i], dec_dim[i] * in);
@@ -152,7 +164,7 @@ static int wlist(tlp_w *w, int E, int K, float **ptrs[], size_t sizes[])
 	return n;
 }
 
-#define TLP_MAXTENSOR (8 + 4 + 2 * TLP_NRES + 8 * TLP_MAXHEAD)
+#define TLP_MAXTENSOR (8 + 4 + 2 * TLP_NRES + 8 * (TLP_MAXHEAD + 1))
 
 static void net_free(tlp_net *n)
 {
@@ -164,9 +176,9 @@ static void net_free(tlp_net *n)
 	free(n);
 }
 
-/* A network for rows of E floats per position, L positions, K heads, its
- * parameters zero. */
-static int net_new(int E, int L, int K, tlp_net **out)
+/* A network for rows of E floats per position, L positions, K heads, in
+ * the layout of file version `version`, its parameters zero. */
+static int net_new(int E, int L, int K, unsigned version, tlp_net **out)
 {
 	float **ptrs[TLP_MAXTENSOR], **dptrs[TLP_MAXTENSOR];
 	size_t sizes[TLP_MAXTENSOR], count;
@@ -174,9 +186,10 @@ static int net_new(int E, int L, int K, tlp_net **out)
 	*out = NULL;
 	if (!n)
 		return tk_seterr(TK_ENOMEM, "out of memory");
-	n->E = E, n->L = L, n->K = K;
-	int nt = wlist(&n->w, E, K, ptrs, sizes);
-	wlist(&n->dw, E, K, dptrs, sizes);
+	n->E = E, n->L = L, n->K = K, n->version = version;
+	n->shared = version >= 2 && K > 1;
+	int nt = wlist(&n->w, E, K, n->shared, ptrs, sizes);
+	wlist(&n->dw, E, K, n->shared, dptrs, sizes);
 	if (nn_alloc(&n->param, &n->nparam, ptrs, sizes, nt) ||
 	    nn_alloc(&n->grad, &count, dptrs, sizes, nt)) {
 		net_free(n);
@@ -195,6 +208,10 @@ static int net_new(int E, int L, int K, tlp_net **out)
 		ACT(a->genc[i], T * enc_dim[i]);
 		ACT(a->dec[i], T * dec_dim[i]);
 		ACT(a->gdec[i], T * dec_dim[i]);
+		if (n->shared) {
+			ACT(a->sdec[i], T * dec_dim[i]);
+			ACT(a->gsdec[i], T * dec_dim[i]);
+		}
 	}
 	ACT(a->qkv, T * 3 * H);
 	ACT(a->att, (size_t)TLP_BMAX * TLP_A * L * L);
@@ -218,7 +235,8 @@ static int net_new(int E, int L, int K, tlp_net **out)
 }
 
 /* PyTorch's default initialisation of a linear layer: weights and biases
- * uniform in +-1/sqrt(fan_in). */
+ * uniform in +-1/sqrt(fan_in); with a shared decoder, the heads' last
+ * layers zero (every head starts as the shared decoder). */
 static void net_init(tlp_net *n, tk_rng *r)
 {
 	tlp_w *w = &n->w;
@@ -236,11 +254,15 @@ static void net_init(tlp_net *n, tk_rng *r)
 	INIT(w->proj_w, w->proj_b, TLP_H, TLP_H);
 	for (int i = 0; i < TLP_NRES; i++)
 		INIT(w->res_w[i], w->res_b[i], TLP_H, TLP_H);
-	for (int k = 0; k < n->K; k++) {
+	for (int k = 0; k < n->K + n->shared; k++) {
 		in = TLP_H;
 		for (int i = 0; i < 4; i++) {
 			INIT(w->dec_w[k][i], w->dec_b[k][i], dec_dim[i], in);
 			in = dec_dim[i];
+		}
+		if (n->shared && k < n->K) {
+			nn_zero(w->dec_w[k][3], (size_t)dec_dim[3] * dec_dim[2]);
+			nn_zero(w->dec_b[k][3], (size_t)dec_dim[3]);
 		}
 	}
 #undef INIT
@@ -277,6 +299,38 @@ static void linear_relu(float *y, const float *x, const float *w, const float *b
 {
 	nn_linear_forward(y, x, w, b, T, in, out);
 	nn_relu_forward(y, y, (size_t)T * out);
+}
+
+/* Decoder k on the nt positions h (nt, H) into y[i] (nt, dec_dim[i]). */
+static void dec_forward(tlp_net *n, int k, float *y[4], const float *h, int nt)
+{
+	const float *in_x = h;
+	int in = TLP_H;
+	for (int i = 0; i < 4; i++) {
+		nn_linear_forward(y[i], in_x, n->w.dec_w[k][i], n->w.dec_b[k][i], nt, in, dec_dim[i]);
+		if (i < 3)
+			nn_relu_forward(y[i], y[i], (size_t)nt * dec_dim[i]);
+		in_x = y[i];
+		in = dec_dim[i];
+	}
+}
+
+/* Its backward: from gy[3] (nt, 1), accumulate into n->grad and into gh
+ * (nt, H); gy[0..2] are overwritten. */
+static void dec_backward(tlp_net *n, int k, float *gy[4], float *const y[4], const float *h,
+                         float *gh, int nt)
+{
+	for (int i = 3; i >= 0; i--) {
+		int in = i ? dec_dim[i - 1] : TLP_H;
+		const float *x = i ? y[i - 1] : h;
+		float *gx = i ? gy[i - 1] : gh;
+		if (i)
+			nn_zero(gx, (size_t)nt * in);
+		nn_linear_backward(gx, n->dw.dec_w[k][i], n->dw.dec_b[k][i], gy[i], x, n->w.dec_w[k][i],
+		                   nt, in, dec_dim[i]);
+		if (i)
+			relu_mask(gx, y[i - 1], (size_t)nt * in);
+	}
 }
 
 /* Scores of B <= TLP_BMAX sequences x (B, L*E); rows of sequence b use
@@ -322,21 +376,17 @@ static void net_forward(tlp_net *n, float *score /* (B) */, const float *x /* (B
 		for (b1 = b0 + 1; b1 < B && (head ? head[b1] : 0) == k; b1++)
 			;
 		int t0 = n->off[b0], nt = n->off[b1] - t0;
-		const float *in_x = a->h[TLP_NRES] + (size_t)t0 * H;
-		in = H;
-		for (int i = 0; i < 4; i++) {
-			float *y = a->dec[i] + (size_t)t0 * dec_dim[i];
-			nn_linear_forward(y, in_x, n->w.dec_w[k][i], n->w.dec_b[k][i], nt, in, dec_dim[i]);
-			if (i < 3)
-				nn_relu_forward(y, y, (size_t)nt * dec_dim[i]);
-			in_x = y;
-			in = dec_dim[i];
-		}
+		float *y[4];
+		for (int i = 0; i < 4; i++)
+			y[i] = a->dec[i] + (size_t)t0 * dec_dim[i];
+		dec_forward(n, k, y, a->h[TLP_NRES] + (size_t)t0 * H, nt);
 	}
+	if (n->shared)
+		dec_forward(n, n->K, a->sdec, a->h[TLP_NRES], T);
 	for (int b = 0; b < B; b++) {
 		double s = 0;
 		for (int t = n->off[b]; t < n->off[b + 1]; t++)
-			s += a->dec[3][t];
+			s += a->dec[3][t] + (n->shared ? a->sdec[3][t] : 0.0f);
 		score[b] = (float)s;
 	}
 }
@@ -357,18 +407,18 @@ static void net_backward(tlp_net *n, const float *dscore /* (B) */, const int *h
 		for (b1 = b0 + 1; b1 < B && (head ? head[b1] : 0) == k; b1++)
 			;
 		int t0 = n->off[b0], nt = n->off[b1] - t0;
-		for (int i = 3; i >= 0; i--) {
-			int in = i ? dec_dim[i - 1] : H;
-			const float *x = i ? a->dec[i - 1] + (size_t)t0 * in : a->h[TLP_NRES] + (size_t)t0 * H;
-			float *gx = i ? a->gdec[i - 1] + (size_t)t0 * in : gh + (size_t)t0 * H;
-			if (i)
-				nn_zero(gx, (size_t)nt * in);
-			nn_linear_backward(gx, n->dw.dec_w[k][i], n->dw.dec_b[k][i],
-			                   a->gdec[i] + (size_t)t0 * dec_dim[i], x, n->w.dec_w[k][i],
-			                   nt, in, dec_dim[i]);
-			if (i)
-				relu_mask(gx, a->dec[i - 1] + (size_t)t0 * in, (size_t)nt * in);
+		float *y[4], *gy[4];
+		for (int i = 0; i < 4; i++) {
+			y[i] = a->dec[i] + (size_t)t0 * dec_dim[i];
+			gy[i] = a->gdec[i] + (size_t)t0 * dec_dim[i];
 		}
+		dec_backward(n, k, gy, y, a->h[TLP_NRES] + (size_t)t0 * H, gh + (size_t)t0 * H, nt);
+	}
+	if (n->shared) {
+		for (int b = 0; b < B; b++)
+			for (int t = n->off[b]; t < n->off[b + 1]; t++)
+				a->gsdec[3][t] = dscore[b];
+		dec_backward(n, n->K, a->gsdec, a->sdec, a->h[TLP_NRES], gh, T);
 	}
 	/* Residual blocks: h[i+1] = relu(h[i] W^T + b) + h[i]. */
 	float *gnext = a->g1;
@@ -651,7 +701,7 @@ static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void *
 		tk_rng_seed(&own, p->seed, 0x746c70);
 		r = &own;
 	}
-	if ((rc = net_new(E, L, K, &n)))
+	if ((rc = net_new(E, L, K, TLP_VERSION, &n)))
 		return rc;
 	n->rank = p->rank;
 	net_init(n, r);
@@ -722,7 +772,7 @@ static int tadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_
 
 static uint64_t shape_tag(const tlp_net *n)
 {
-	uint32_t v[5] = { TLP_VERSION, (uint32_t)n->E, (uint32_t)n->L, (uint32_t)n->K, TLP_H };
+	uint32_t v[5] = { n->version, (uint32_t)n->E, (uint32_t)n->L, (uint32_t)n->K, TLP_H };
 	return tk_hash64(v, sizeof v, 0);
 }
 
@@ -741,7 +791,7 @@ static int tsave(void *s, void **buf, size_t *len)
 	}
 	memset(b, 0, TLP_HEADER);
 	tk_put_le32(b, TLP_MAGIC);
-	tk_put_le32(b + 4, TLP_VERSION);
+	tk_put_le32(b + 4, n->version);
 	tk_put_le32(b + 8, (uint32_t)n->E);
 	tk_put_le32(b + 12, (uint32_t)n->L);
 	tk_put_le32(b + 16, (uint32_t)n->K);
@@ -761,13 +811,14 @@ static int tload(const void *buf, size_t len, void **state)
 	*state = NULL;
 	if (len < TLP_HEADER || tk_get_le32(b) != TLP_MAGIC)
 		return tk_seterr(TK_ECORRUPT, "not a tlp model");
-	if (tk_get_le32(b + 4) != TLP_VERSION)
-		return tk_seterr(TK_ECORRUPT, "tlp model of version %u, this tunekit reads %u",
-		                 tk_get_le32(b + 4), TLP_VERSION);
+	uint32_t version = tk_get_le32(b + 4);
+	if (version < 1 || version > TLP_VERSION)
+		return tk_seterr(TK_ECORRUPT, "tlp model of version %u, this tunekit reads 1 to %u",
+		                 version, TLP_VERSION);
 	uint32_t E = tk_get_le32(b + 8), L = tk_get_le32(b + 12), K = tk_get_le32(b + 16);
 	if (E < 1 || E > 4096 || L < 1 || L > 256 || K < 1 || K > TLP_MAXHEAD)
 		return tk_seterr(TK_ECORRUPT, "tlp model with a bad shape (%u x %u, %u heads)", L, E, K);
-	if ((rc = net_new((int)E, (int)L, (int)K, &n)))
+	if ((rc = net_new((int)E, (int)L, (int)K, version, &n)))
 		return rc;
 	n->rank = tk_get_le32(b + 20) != 0;
 	if (nn_ckpt_load(n->param, n->nparam, shape_tag(n), b + TLP_HEADER, len - TLP_HEADER)) {

@@ -38,15 +38,24 @@ static double objective(tlp_net *n, const float *x, const int *head, const float
 	return s;
 }
 
-TEST(gradient_matches_finite_differences)
+/* The gradient of a two-head network of file version `version` (2: with
+ * the shared decoder) against central finite differences. */
+static void check_gradient(unsigned version)
 {
 	enum { E = 5, L = 4, B = 4, K = 2 };
 	int len[B] = { 4, 2, 3, 1 }, head[B] = { 0, 0, 1, 1 };
 	float x[B * L * E], c[B] = { 0.7f, -1.3f, 0.4f, 1.1f };
 	tlp_net *n;
-	tk_rng_seed(&rng, 3, 0);
-	CHECK_EQ_INT(net_new(E, L, K, &n), TK_OK);
+	tk_rng_seed(&rng, 2 + version, 0);
+	CHECK_EQ_INT(net_new(E, L, K, version, &n), TK_OK);
+	CHECK_EQ_INT(n->shared, version >= 2);
 	net_init(n, &rng);
+	/* The heads' last layers start at zero with a shared decoder: make
+	 * them non-zero, so that every layer of a head has a gradient. */
+	for (int k = 0; k < K; k++) {
+		nn_init_uniform(n->w.dec_w[k][3], (size_t)dec_dim[2], 0.1f, &rng);
+		nn_init_uniform(n->w.dec_b[k][3], 1, 0.1f, &rng);
+	}
 	random_batch(x, len, B, L, E);
 	objective(n, x, head, c, B);
 	nn_zero(n->grad, n->nparam);
@@ -54,8 +63,8 @@ TEST(gradient_matches_finite_differences)
 	/* Every tensor's worst error over a sample of its entries. */
 	float **ptrs[TLP_MAXTENSOR], **dptrs[TLP_MAXTENSOR];
 	size_t sizes[TLP_MAXTENSOR];
-	int nt = wlist(&n->w, E, K, ptrs, sizes);
-	wlist(&n->dw, E, K, dptrs, sizes);
+	int nt = wlist(&n->w, E, K, n->shared, ptrs, sizes);
+	wlist(&n->dw, E, K, n->shared, dptrs, sizes);
 	double worst = 0, f0 = objective(n, x, head, c, B);
 	int checked = 0, kinks = 0;
 	for (int t = 0; t < nt; t++) {
@@ -101,6 +110,46 @@ TEST(gradient_matches_finite_differences)
 	net_free(n);
 }
 
+TEST(gradient_matches_finite_differences)
+{
+	check_gradient(1);
+	check_gradient(TLP_VERSION);
+}
+
+TEST(heads_start_as_the_shared_decoder)
+{
+	/* Every head of a new multi-head network scores as the shared decoder
+	 * alone; a version 1 file (no shared decoder) saves and loads as it was. */
+	enum { E = 5, L = 4, B = 3 };
+	int len[B] = { 4, 2, 3 }, h0[B] = { 0, 0, 0 }, h2[B] = { 2, 2, 2 };
+	float x[B * L * E], s0[B], s2[B], s1[B];
+	tlp_net *n, *v1;
+	void *buf, *st;
+	size_t blen;
+	tk_rng_seed(&rng, 5, 0);
+	random_batch(x, len, B, L, E);
+	CHECK_EQ_INT(net_new(E, L, 3, TLP_VERSION, &n), TK_OK);
+	net_init(n, &rng);
+	net_forward(n, s0, x, h0, B);
+	net_forward(n, s2, x, h2, B);
+	for (int b = 0; b < B; b++)
+		CHECK(s0[b] == s2[b] && s0[b] != 0);
+	CHECK_EQ_INT(net_new(E, L, 3, 1, &v1), TK_OK);
+	net_init(v1, &rng);
+	CHECK(v1->nparam < n->nparam);
+	net_forward(v1, s1, x, h0, B);
+	CHECK_EQ_INT(tsave(v1, &buf, &blen), TK_OK);
+	CHECK_EQ_INT(tload(buf, blen, &st), TK_OK);
+	CHECK_EQ_INT(((tlp_net *)st)->version, 1);
+	net_forward(st, s0, x, h0, B);
+	for (int b = 0; b < B; b++)
+		CHECK(s0[b] == s1[b]);
+	free(buf);
+	net_free(st);
+	net_free(v1);
+	net_free(n);
+}
+
 TEST(padding_does_not_change_scores)
 {
 	enum { E = 4, L = 6 };
@@ -108,7 +157,7 @@ TEST(padding_does_not_change_scores)
 	float x[2 * L * E], s[2];
 	tlp_net *n;
 	tk_rng_seed(&rng, 5, 0);
-	CHECK_EQ_INT(net_new(E, L, 1, &n), TK_OK);
+	CHECK_EQ_INT(net_new(E, L, 1, TLP_VERSION, &n), TK_OK);
 	net_init(n, &rng);
 	random_batch(x, len, 1, L, E);
 	/* Sequence 1: the same three positions; its score must equal 0's
@@ -236,7 +285,7 @@ TEST(mtl_tlp_target_head_learns_the_target)
 	cm_params cp;
 	cm_params_default(&cp);
 	cp.seq_e = SE;
-	cp.rounds = 12;
+	cp.rounds = 30;
 	cm_data d = { N, SL * SE, x, y, GA + GB, group, NULL, head, 0, NULL };
 	cm_model *m;
 	/* tlp has one head: it refuses rows of other hardware. */
@@ -258,7 +307,7 @@ TEST(ticket_trains_the_salient_and_decays_the_rest)
 	tk_rng_seed(&rng, 17, 0);
 	synthetic(x, y, group, G, PER, 0);
 	tlp_net *n;
-	CHECK_EQ_INT(net_new(SE, SL, 1, &n), TK_OK);
+	CHECK_EQ_INT(net_new(SE, SL, 1, TLP_VERSION, &n), TK_OK);
 	n->rank = 1;
 	net_init(n, &rng);
 	/* The saliency on the whole batch (each group is one chunk, the
@@ -420,7 +469,8 @@ TEST(bad_input)
 	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &m), TK_EINVAL);
 }
 
-UNIT_MAIN(gradient_matches_finite_differences, padding_does_not_change_scores,
+UNIT_MAIN(gradient_matches_finite_differences, heads_start_as_the_shared_decoder,
+          padding_does_not_change_scores,
           tlp_learns_a_ranking, mtl_tlp_target_head_learns_the_target,
           ticket_trains_the_salient_and_decays_the_rest, transfer_beats_the_source_on_a_shifted_task,
           bad_input)
