@@ -20,7 +20,10 @@
 # DATASET_PHASES (random guided common: common measures on every other
 # target the configurations the first target has of the task, so that one
 # set of programs has a label on every target, as TenSet's),
-# DATASET_NETWORKS (the order tasks are visited in), DATASET_MAX_LOAD (before
+# DATASET_NETWORKS (the order tasks are visited in), DATASET_SKIP_NETWORKS
+# (tasks that occur in these networks are not visited: with the held-out
+# networks, more training data leaves the evaluation pools as they are),
+# DATASET_MAX_LOAD (before
 # each unit, wait until the 1-minute load average per CPU is under this; 0,
 # the default, never waits: on a shared machine 1.5 keeps other work from
 # spreading the timings).
@@ -56,10 +59,19 @@ tty=0
 [ -t 2 ] && tty=1
 start=$(date +%s)
 
-# The distinct tasks of the networks, in order of first appearance.
-tasks=$(for n in $NETWORKS; do
-	grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2
-done | awk '!seen[$0]++')
+# The distinct tasks of networks $*, in order of first appearance.
+net_tasks() {
+	for n in "$@"; do
+		grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2
+	done | awk '!seen[$0]++'
+}
+tasks=$(net_tasks $NETWORKS)
+if [ -n "${DATASET_SKIP_NETWORKS:-}" ]; then
+	net_tasks $DATASET_SKIP_NETWORKS > "$DB.skip"
+	tasks=$(echo "$tasks" | awk 'NR == FNR { no[$0] = 1; next } !($0 in no)' "$DB.skip" -)
+	rm -f "$DB.skip"
+fi
+[ -n "$tasks" ] || die "no tasks to visit"
 ntask=$(echo "$tasks" | wc -l)
 ntarget=$(echo $DATASET_TARGETS | wc -w)
 PHASES=${DATASET_PHASES:-random guided common}
