@@ -859,7 +859,7 @@ const cm_kind cm_tlp = {
 
 const cm_kind cm_mtl_tlp = {
 	.name = "mtl-tlp",
-	.summary = "MTL-TLP: TLP's backbone shared, one head per hardware",
+	.summary = "MTL-TLP: TLP's backbone and a decoder shared, a residual head per hardware",
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
 	.flags = CM_RANK | CM_MULTIHEAD,
 	.fit = tfit,

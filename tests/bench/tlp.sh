@@ -9,6 +9,9 @@
 #      tlp                    TLP on the schedule-primitive sequences
 #      mtl-tlp@F              MTL-TLP: a share F of the target's training
 #                             records plus every record of the other hardware
+#      mtl-tlp@F-near         the same with one auxiliary hardware, the
+#                             nearest (TLP_AUX_NEAR: the same CPU's next
+#                             narrower ISA)
 #      tlp@F                  TLP on that share alone
 #    The xgb rows stop early on the holdout (tunekit train's way): an edge
 #    the neural rows, which train a fixed number of epochs, do not get.
@@ -20,9 +23,10 @@
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
 # Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
 # default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
-# TLP_SEEDS (3: each model is trained with seeds 1..N, the table gives means
-# and ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR has and
-# run the search only).
+# TLP_AUX_NEAR (hardware id of the -near row's auxiliary), TLP_SEEDS (3:
+# each model is trained with seeds 1..N, the table gives means and
+# ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
+# has and run the search only).
 set -eu
 TK=$1 SRC=$2 DIR=$3
 EPOCHS=${TLP_EPOCHS:-30}
@@ -46,10 +50,21 @@ done
 TARGET=${TLP_TARGET:-$(q "SELECT hardware_id FROM measurement GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1")}
 AUX=$(q "SELECT hardware_id FROM measurement WHERE hardware_id != $TARGET GROUP BY 1
 	HAVING COUNT(*) > 0 ORDER BY 1" | paste -sd, -)
+# The nearest auxiliary: the same CPU and compiler, the next narrower ISA
+# (avx512 -> avx2 -> sse2), chosen before any record is seen.
+if [ -z "${TLP_AUX_NEAR:-}" ]; then
+	key=$(q "SELECT key FROM hardware WHERE id = $TARGET")
+	case $key in
+	*'|avx512|'*) near=$(echo "$key" | sed 's/|avx512|/|avx2|/') ;;
+	*'|avx2|'*) near=$(echo "$key" | sed 's/|avx2|/|sse2|/') ;;
+	*) near= ;;
+	esac
+	TLP_AUX_NEAR=$(q "SELECT id FROM hardware WHERE key = '$near'")
+fi
 hold=""
 for n in $HOLDOUT; do hold="$hold --holdout-network $n"; done
 echo "target hardware $TARGET: $(q "SELECT key FROM hardware WHERE id = $TARGET")" >&2
-echo "auxiliary hardware: $AUX" >&2
+echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}" >&2
 
 # model NAME TRAIN-ARGS...: train with seeds 1..TLP_SEEDS, print one row of
 # the table: the means over the seeds, top-1 and top-5 with their range.
@@ -76,13 +91,13 @@ model() {
 		{ k++; for (i = 4; i <= 7; i++) { m[i] += $i; if (k == 1 || $i < lo[i]) lo[i] = $i
 			if (k == 1 || $i > hi[i]) hi[i] = $i } ; tr = $1; ho = $2; ta = $3 }
 		END { if (!k) exit
-			printf "%-14s %7d %7d %6d %7.4f %-15s %7.4f %-15s %8.4f %8.1f\n", name, tr, ho, ta,
+			printf "%-18s %7d %7d %6d %7.4f %-15s %7.4f %-15s %8.4f %8.1f\n", name, tr, ho, ta,
 				m[4] / k, sprintf("(%.2f-%.2f)", lo[4], hi[4]), m[5] / k,
 				sprintf("(%.2f-%.2f)", lo[5], hi[5]), m[6] / k, m[7] / k }'
 }
 
 if [ "${TLP_MODELS:-1}" = 1 ] || [ ! -e "$DIR/tlp.model" ]; then
-printf '\nmeans over %s seeds (range)\n%-14s %7s %7s %6s %7s %-15s %7s %-15s %8s %8s\n' "$NSEED" \
+printf '\nmeans over %s seeds (range)\n%-18s %7s %7s %6s %7s %-15s %7s %-15s %8s %8s\n' "$NSEED" \
 	model train held tasks top1 '' top5 '' mse_d train_s
 model xgb-knob --model xgb --feature knob
 model xgb-itervar --model xgb --feature itervar
@@ -90,6 +105,10 @@ model tlp --model tlp --feature tlp --rounds "$EPOCHS"
 if [ -n "$AUX" ]; then
 	model "mtl-tlp@$FRAC" --model mtl-tlp --feature tlp --rounds "$EPOCHS" --aux-hw "$AUX" \
 		--target-fraction "$FRAC"
+fi
+if [ -n "$TLP_AUX_NEAR" ]; then
+	model "mtl-tlp@$FRAC-near" --model mtl-tlp --feature tlp --rounds "$EPOCHS" \
+		--aux-hw "$TLP_AUX_NEAR" --target-fraction "$FRAC"
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
 fi
