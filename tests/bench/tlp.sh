@@ -145,7 +145,9 @@ done >"$DIR/replay.tsv"
 # Per task and method, medians over seeds of the trials and seconds each
 # run needed to come within 95% of the pool's best throughput ("never":
 # counted as the pool size and the run's length).
-if [ ! -s "$DIR/replay.tsv" ]; then
+if [ "$SEEDS" = 0 ]; then
+	echo "(not run: TLP_SEARCH_SEEDS=0)"
+elif [ ! -s "$DIR/replay.tsv" ]; then
 	echo "(no held-out task has a pool of ${TLP_POOL_MIN:-48} records on hardware $TARGET yet)"
 else
 "$TK" report --db "$DB" --hardware "$TARGET" --format tsv best >"$DIR/pool-best.tsv"
