@@ -53,9 +53,10 @@
  * output is added to it: each head is a residual on what all the hardware
  * agree on, its last layer zero at the start, so that a target with a few
  * hundred rows starts from the auxiliary heads' ranking and learns only
- * where it differs (TLP's own heads, version 1, start from nothing and rank
- * worse than TLP on the target's rows alone; BENCHMARKS.md). Version 1
- * files still load and predict as they were trained.
+ * where it differs (version 1's heads, each a decoder of its own, started
+ * from nothing and ranked worse than TLP on the target's rows alone;
+ * BENCHMARKS.md). Version 1 files still load and predict as they were
+ * trained. The nearer the auxiliary hardware, the more this helps.
  *
  * Payload: a header of TLP_MAGIC, the version, E, L, K and the objective,
  * then the parameter block as an nn checkpoint whose tag hashes the shape.
