@@ -113,7 +113,7 @@ typedef struct tlp_act {
 	float *g0, *g1, *g2;     /* (T, H) each */
 	float *gqkv;             /* (T, 3H) */
 	float *gdec[4];          /* (T, dec_dim[i]) */
-	float *gsdec[4];         /* (T, dec_dim[i]) */
+	float *gsdec[3];         /* (T, dec_dim[i]); its last layer's is gdec[3] */
 	float *genc[4];          /* (T, enc_dim[i]) */
 	float *scratch;          /* (L, L) */
 } tlp_act;
@@ -209,10 +209,10 @@ static int net_new(int E, int L, int K, unsigned version, tlp_net **out)
 		ACT(a->genc[i], T * enc_dim[i]);
 		ACT(a->dec[i], T * dec_dim[i]);
 		ACT(a->gdec[i], T * dec_dim[i]);
-		if (n->shared) {
+		if (n->shared)
 			ACT(a->sdec[i], T * dec_dim[i]);
+		if (n->shared && i < 3)
 			ACT(a->gsdec[i], T * dec_dim[i]);
-		}
 	}
 	ACT(a->qkv, T * 3 * H);
 	ACT(a->att, (size_t)TLP_BMAX * TLP_A * L * L);
@@ -416,10 +416,9 @@ static void net_backward(tlp_net *n, const float *dscore /* (B) */, const int *h
 		dec_backward(n, k, gy, y, a->h[TLP_NRES] + (size_t)t0 * H, gh + (size_t)t0 * H, nt);
 	}
 	if (n->shared) {
-		for (int b = 0; b < B; b++)
-			for (int t = n->off[b]; t < n->off[b + 1]; t++)
-				a->gsdec[3][t] = dscore[b];
-		dec_backward(n, n->K, a->gsdec, a->sdec, a->h[TLP_NRES], gh, T);
+		/* Its output's gradient is the heads': a position's score is the sum. */
+		float *gy[4] = { a->gsdec[0], a->gsdec[1], a->gsdec[2], a->gdec[3] };
+		dec_backward(n, n->K, gy, a->sdec, a->h[TLP_NRES], gh, T);
 	}
 	/* Residual blocks: h[i+1] = relu(h[i] W^T + b) + h[i]. */
 	float *gnext = a->g1;
