@@ -20,6 +20,9 @@
 # DATASET_PHASES (random guided common: common measures on every other
 # target the configurations the first target has of the task, so that one
 # set of programs has a label on every target, as TenSet's),
+# DATASET_COMMON_FROM (the store's hardware id whose configurations the
+# common phase measures, instead of the first target's: another machine's
+# records, so that a new CPU gets the same programs as an old one),
 # DATASET_NETWORKS (the order tasks are visited in), DATASET_SKIP_NETWORKS
 # (tasks that occur in these networks are not visited: with the held-out
 # networks, more training data leaves the evaluation pools as they are),
@@ -82,6 +85,10 @@ nunit=$((ntask * ntarget * $(echo $PHASES | wc -w)))
 # that a build on another CPU measures its own units, not the ones the
 # shipped dataset did elsewhere with the same --target.
 keys=$("$TK" help targets $DATASET_TARGETS) || die "cannot resolve the targets $DATASET_TARGETS"
+if [ -n "${DATASET_COMMON_FROM:-}" ]; then
+	"$TK" report --db "$DB" --format tsv hardware | awk -F'\t' -v h="$DATASET_COMMON_FROM" 'NR > 1 && $1 == h { f = 1 } END { exit !f }' ||
+		die "DATASET_COMMON_FROM=$DATASET_COMMON_FROM is no hardware id of $DB"
+fi
 
 # The store's id of hardware key $1 (empty until something was measured on it).
 hw_id() {
@@ -117,8 +124,9 @@ unit() {
 		# A measure killed partway: the configurations it lacks, drawn anew.
 		"$TK" measure --db "$DB" $args --sample $((want - have)) --seed $((1 + have)) > /dev/null ;;
 	common)
-		# What the first target measured of the task and this one lacks.
-		src=$(hw_id "$(echo "$keys" | head -n 1)")
+		# What the first target (or DATASET_COMMON_FROM) measured of the
+		# task and this one lacks.
+		src=${DATASET_COMMON_FROM:-$(hw_id "$(echo "$keys" | head -n 1)")}
 		[ -n "$src" ] && [ "$src" != "$hw" ] || return 0
 		configs "$src" "$task" > "$DB.want"
 		if [ -n "$hw" ]; then configs "$hw" "$task"; fi > "$DB.have"
