@@ -5,6 +5,7 @@
  * store's model table. The pipeline is lib/train (train/train.h); this
  * file reads the options and the record stream and prints.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static const char *const usage[] = {
 };
 
 static struct {
-	const char *model, *objective, *feature, *out, *format, *tree_method;
+	const char *model, *objective, *feature, *out, *format, *tree_method, *predictions;
 	int64_t hardware, rounds;
 	double holdout, target_fraction;
 	opt_list holdout_task, holdout_network, aux_hw;
@@ -57,6 +58,7 @@ static const opt options[] = {
 	{ OPT_STRING, "tree-method", 0, &o.tree_method, "M", "XGBoost tree_method: auto (default), exact, approx, hist" },
 	{ OPT_STRING, "out", 'o', &o.out, "FILE", "model file to write (default tunekit.model)" },
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
+	{ OPT_STRING, "predictions", 0, &o.predictions, "FILE", "write the model's prediction of every target record measured (TSV)" },
 	OPT_END_
 };
 
@@ -66,6 +68,29 @@ typedef struct net_list {
 } net_list;
 
 /* ---- output ---------------------------------------------------------------------- */
+
+/* --predictions: a row per record of part pt (set name), with what the
+ * metrics were computed from. */
+static void predictions_rows(FILE *fp, const tr_set *ts, const tr_part *pt, const char *set)
+{
+	for (int i = 0; i < pt->n; i++)
+		fprintf(fp, "%lld\t%s\t%s\t%.9g\t%.6g\t%.9g\t%g\n", (long long)pt->meas[i],
+		        ts->tasks[pt->task[i]].key, set, pt->lat[i] > 0 ? pt->lat[i] : 0, pt->y[i],
+		        pt->p[i], pt->weight[i]);
+}
+
+static int write_predictions(tk_ctx *ctx, const char *path, const tr_set *ts, const tr_fit *f)
+{
+	FILE *fp = fopen(path, "w");
+	if (!fp)
+		return tk_fail(ctx, TK_EIO, "cannot write %s: %s", path, strerror(errno));
+	fputs("id\ttask\tset\tlatency_s\tlabel\tprediction\tweight\n", fp);
+	predictions_rows(fp, ts, &f->train0, "train");
+	predictions_rows(fp, ts, &f->hold, "holdout");
+	int bad = ferror(fp);
+	bad |= fclose(fp) != 0;
+	return bad ? tk_fail(ctx, TK_EIO, "cannot write %s", path) : 0;
+}
 
 
 /* ---- entry -------------------------------------------------------------------------- */
@@ -322,9 +347,14 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	sig_restore(&sig);
 	if (!rc && tk_interrupted)
 		rc = tk_seterr(TK_EINTR, "interrupted; nothing written");
-	if (!rc)
-		rc = tr_save(st, o.out, &f, &src, feat, &p, &model_id);
 	if (rc) {
+		status = tk_fail(ctx, rc, NULL);
+		goto out;
+	}
+	/* Before the model: a file that cannot be written leaves nothing saved. */
+	if (o.predictions && (status = write_predictions(ctx, o.predictions, &ts, &f)))
+		goto out;
+	if ((rc = tr_save(st, o.out, &f, &src, feat, &p, &model_id))) {
 		status = tk_fail(ctx, rc, NULL);
 		goto out;
 	}

@@ -98,6 +98,34 @@ test_expect_success 'rfei trains through the same pipeline; its file names it an
 	test_cmp outrf outrf2
 '
 
+test_expect_success '--predictions writes what the metrics were computed from' '
+	tunekit train --feature knob --holdout 0.34 --out p.model --predictions p.tsv >pout 2>err &&
+	printf "id\ttask\tset\tlatency_s\tlabel\tprediction\tweight\n" >want &&
+	head -1 p.tsv >hdr && test_cmp want hdr &&
+	test_rows p.tsv 36 &&
+	test "$(awk -F"\t" "\$3 == \"holdout\"" p.tsv | wc -l)" -eq 12 &&
+	test "$(cut -f1 p.tsv | sort -u | wc -l)" -eq 37 &&
+	# RMSE and top-1 of each set again from the file; top-1: the best
+	# latency of a task over that of its highest-scored record, averaged
+	awk -F"\t" "NR > 1 { k = \$3 SUBSEP \$2; se[\$3] += (\$6 - \$5) ^ 2; nr[\$3]++
+		if (!(k in bp) || \$6 > bp[k]) { bp[k] = \$6; pl[k] = \$4 }
+		if (\$4 > 0 && (!(k in best) || \$4 < best[k])) best[k] = \$4 }
+		END { for (k in bp) { split(k, a, SUBSEP); s[a[1]] += pl[k] > 0 ? best[k] / pl[k] : 0; n[a[1]]++ }
+		      printf \"%.4f %.4f %.4f %.4f\\n\", sqrt(se[\"train\"] / nr[\"train\"]),
+		             sqrt(se[\"holdout\"] / nr[\"holdout\"]), s[\"train\"] / n[\"train\"],
+		             s[\"holdout\"] / n[\"holdout\"] }" p.tsv >got &&
+	echo "$(tsv_col pout rmse 2) $(tsv_col pout rmse 3) $(tsv_col pout top1 2) $(tsv_col pout top1 3)" >want &&
+	test_cmp want got
+'
+
+test_expect_success '--predictions to a file that cannot be written: exit 1, no model saved' '
+	n=$(sql "SELECT COUNT(*) FROM model") &&
+	test_expect_code 1 tunekit train -q --feature knob --holdout 0.34 --out p2.model \
+		--predictions no-such-dir/p.tsv >pout 2>err &&
+	grep -q "cannot write no-such-dir/p.tsv" err && test "$(wc -l <err)" -eq 1 &&
+	test ! -e p2.model && test "$(sql "SELECT COUNT(*) FROM model")" -eq "$n"
+'
+
 test_expect_success 'measure | extract-features | train trains on the records of the stream' '
 	before=$(sql "SELECT COUNT(*) FROM model") &&
 	tunekit measure -q --task dense:m=8,n=8,k=8 --sample 6 --repeat 1 |

@@ -586,11 +586,12 @@ int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, i
 	pt->y = malloc(n * sizeof *pt->y);
 	pt->p = malloc(n * sizeof *pt->p);
 	pt->lat = malloc(n * sizeof *pt->lat);
+	pt->meas = malloc(n * sizeof *pt->meas);
 	pt->task = malloc(n * sizeof *pt->task);
 	pt->head = malloc(n * sizeof *pt->head);
 	pt->weight = malloc(n * sizeof *pt->weight);
 	pt->group = malloc(n * sizeof *pt->group);
-	if (!pt->x || !pt->y || !pt->p || !pt->lat || !pt->task || !pt->head || !pt->weight ||
+	if (!pt->x || !pt->y || !pt->p || !pt->lat || !pt->meas || !pt->task || !pt->head || !pt->weight ||
 	    !pt->group)
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	int k = 0;
@@ -601,6 +602,7 @@ int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, i
 		memcpy(pt->x + (size_t)k * (size_t)d, ts->xbuf + ts->xoff[i], sizeof *pt->x * (size_t)nx);
 		pt->y[k] = y[i];
 		pt->lat[k] = ts->lat[i];
+		pt->meas[k] = ts->meas ? ts->meas[i] : 0;
 		pt->task[k] = ts->task[i];
 		const tr_task *tk = &ts->tasks[ts->task[i]];
 		pt->head[k] = tk->head;
@@ -623,6 +625,7 @@ void tr_part_free(tr_part *pt)
 	free(pt->y);
 	free(pt->p);
 	free(pt->lat);
+	free(pt->meas);
 	free(pt->task);
 	free(pt->head);
 	free(pt->weight);

@@ -133,6 +133,7 @@ typedef struct tr_part {
 	float *y;                /* (N) labels */
 	float *p;                /* (N) predictions (tr_eval) */
 	double *lat;             /* (N) */
+	int64_t *meas;           /* (N) measurement id (0 if unknown) */
 	int64_t *task;           /* (N) task index */
 	int *head;               /* (N) head of the row's task */
 	double *weight;          /* (N) weight of the row's task */
