@@ -11,7 +11,7 @@
 #                             records plus every record of the other hardware
 #      mtl-tlp@F-near         the same with one auxiliary hardware, the
 #                             nearest (TLP_AUX_NEAR: the same CPU's next
-#                             narrower ISA)
+#                             narrower ISA, else the same ISA on another CPU)
 #      tlp@F                  TLP on that share alone
 #    The xgb rows stop early on the holdout (tunekit train's way): an edge
 #    the neural rows, which train a fixed number of epochs, do not get.
@@ -51,7 +51,8 @@ TARGET=${TLP_TARGET:-$(q "SELECT hardware_id FROM measurement GROUP BY 1 ORDER B
 AUX=$(q "SELECT hardware_id FROM measurement WHERE hardware_id != $TARGET GROUP BY 1
 	HAVING COUNT(*) > 0 ORDER BY 1" | paste -sd, -)
 # The nearest auxiliary: the same CPU and compiler, the next narrower ISA
-# (avx512 -> avx2 -> sse2), chosen before any record is seen.
+# (avx512 -> avx2 -> sse2), else the same ISA and compiler on the other CPU
+# with the most records; chosen before any record is seen.
 if [ -z "${TLP_AUX_NEAR:-}" ]; then
 	key=$(q "SELECT key FROM hardware WHERE id = $TARGET")
 	case $key in
@@ -60,6 +61,14 @@ if [ -z "${TLP_AUX_NEAR:-}" ]; then
 	*) near= ;;
 	esac
 	TLP_AUX_NEAR=$(q "SELECT id FROM hardware WHERE key = '$near'")
+	# None measured: the same ISA, compiler and flags on another CPU, the
+	# one with the most records.
+	if [ -z "$TLP_AUX_NEAR" ]; then
+		rest=${key#*|}
+		TLP_AUX_NEAR=$(q "SELECT h.id FROM hardware h JOIN measurement m ON m.hardware_id = h.id
+			WHERE h.id != $TARGET AND substr(h.key, instr(h.key, '|') + 1) = '$rest'
+			GROUP BY h.id ORDER BY COUNT(*) DESC LIMIT 1")
+	fi
 fi
 hold=""
 for n in $HOLDOUT; do hold="$hold --holdout-network $n"; done
