@@ -602,7 +602,7 @@ int tr_part_build(const tr_set *ts, const float *y, const char *sel, int want, i
 		memcpy(pt->x + (size_t)k * (size_t)d, ts->xbuf + ts->xoff[i], sizeof *pt->x * (size_t)nx);
 		pt->y[k] = y[i];
 		pt->lat[k] = ts->lat[i];
-		pt->meas[k] = ts->meas ? ts->meas[i] : 0;
+		pt->meas[k] = ts->meas[i];
 		pt->task[k] = ts->task[i];
 		const tr_task *tk = &ts->tasks[ts->task[i]];
 		pt->head[k] = tk->head;
