@@ -78,6 +78,30 @@ echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}" >&2
 # model NAME TRAIN-ARGS...: train with seeds 1..TLP_SEEDS, print one row of
 # the table: the means over the seeds, top-1 and top-5 with their range.
 # Seed 1's model is NAME.model (the search's), the others NAME.sS.model.
+# net_topk PRED NET: top-1 and top-5 of the held-out network NET alone
+# (its tasks weighted by their occurrences in it) from a --predictions file.
+net_topk() {
+	awk -F'\t' '
+		FILENAME == ARGV[1] { if ($0 !~ /^#/ && $1 != "weight") w[$2] = $1; next }
+		FNR == 1 || $3 != "holdout" || $4 <= 0 || !($2 in w) { next }
+		{ t = $2; k = ++n[t]; p[t, k] = $6; l[t, k] = $4
+			if (k == 1 || $4 < best[t]) best[t] = $4 }
+		END {
+			for (t in n) {
+				m5 = 0
+				for (r = 1; r <= 5 && r <= n[t]; r++) {
+					top = 0
+					for (k = 1; k <= n[t]; k++)
+						if (!((t, k) in used) && (!top || p[t, k] > p[t, top])) top = k
+					used[t, top] = 1
+					if (r == 1) m1 = l[t, top]
+					if (!m5 || l[t, top] < m5) m5 = l[t, top]
+				}
+				s1 += w[t] * best[t] / m1; s5 += w[t] * best[t] / m5; ws += w[t]
+			}
+			if (ws) printf "%.4f %.4f\n", s1 / ws, s5 / ws; else print "nan nan"
+		}' "data/networks/$2.tsv" "$1"
+}
 model() {
 	name=$1
 	shift
@@ -88,26 +112,31 @@ model() {
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086
 		"$TK" train -q --db "$DB" --hardware "$TARGET" $hold --out "$out" --seed "$s" "$@" \
-			>"$DIR/$name.s$s.tsv"
+			--predictions "$DIR/$name.s$s.pred" >"$DIR/$name.s$s.tsv"
 		secs=$(echo "$(date +%s.%N) - $t0" | bc)
-		awk -F'\t' -v secs="$secs" '
+		nets=$(for n in $HOLDOUT; do net_topk "$DIR/$name.s$s.pred" "$n"; done | paste -sd' ' -)
+		awk -F'\t' -v secs="$secs" -v nets="$nets" '
 			NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 			$c["set"] == "train" { ntrain = $c["rows"] }
 			$c["set"] == "holdout" { print ntrain, $c["rows"], $c["tasks"], $c["top1"], $c["top5"],
-				$c["mse_d"], secs }' "$DIR/$name.s$s.tsv"
+				$c["mse_d"], secs, nets }' "$DIR/$name.s$s.tsv"
 		s=$((s + 1))
 	done | awk -v name="$name" '
-		{ k++; for (i = 4; i <= 7; i++) { m[i] += $i; if (k == 1 || $i < lo[i]) lo[i] = $i
-			if (k == 1 || $i > hi[i]) hi[i] = $i } ; tr = $1; ho = $2; ta = $3 }
+		{ k++; for (i = 4; i <= NF; i++) { m[i] += $i; if (k == 1 || $i < lo[i]) lo[i] = $i
+			if (k == 1 || $i > hi[i]) hi[i] = $i } ; tr = $1; ho = $2; ta = $3; nf = NF }
 		END { if (!k) exit
-			printf "%-18s %7d %7d %6d %7.4f %-15s %7.4f %-15s %8.4f %8.1f\n", name, tr, ho, ta,
+			printf "%-18s %7d %7d %6d %7.4f %-15s %7.4f %-15s %8.4f %8.1f", name, tr, ho, ta,
 				m[4] / k, sprintf("(%.2f-%.2f)", lo[4], hi[4]), m[5] / k,
-				sprintf("(%.2f-%.2f)", lo[5], hi[5]), m[6] / k, m[7] / k }'
+				sprintf("(%.2f-%.2f)", lo[5], hi[5]), m[6] / k, m[7] / k
+			for (i = 8; i < nf; i += 2) printf " %5.3f/%5.3f", m[i] / k, m[i + 1] / k
+			printf "\n" }'
 }
 
 if [ "${TLP_MODELS:-1}" = 1 ] || [ ! -e "$DIR/tlp.model" ]; then
-printf '\nmeans over %s seeds (range)\n%-18s %7s %7s %6s %7s %-15s %7s %-15s %8s %8s\n' "$NSEED" \
-	model train held tasks top1 '' top5 '' mse_d train_s
+printf '\nmeans over %s seeds (range); then top-1/top-5 of each held-out network alone\n' "$NSEED"
+printf '%-18s %7s %7s %6s %7s %-15s %7s %-15s %8s %8s' model train held tasks top1 '' top5 '' mse_d train_s
+for n in $HOLDOUT; do printf ' %11.11s' "$n"; done
+echo
 model xgb-knob --model xgb --feature knob
 model xgb-itervar --model xgb --feature itervar
 model tlp --model tlp --feature tlp --rounds "$EPOCHS"
