@@ -93,6 +93,37 @@ static int write_predictions(tk_ctx *ctx, const char *path, const tr_set *ts, co
 }
 
 
+/* With several held-out networks, a row of each alone ("holdout:NAME"):
+ * its tasks weighted by their occurrences in it. */
+static int network_rows(tk_ctx *ctx, table *tb, int fmt, const tr_set *ts, const tr_part *hold,
+                        const net_list *nets)
+{
+	double *w = malloc(sizeof *w * (size_t)(ts->ntask > 0 ? ts->ntask : 1));
+	if (!w)
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int i = 0; i < nets->n; i++) {
+		const tk_network *net = nets->v[i];
+		cm_metrics m;
+		char set[128];
+		for (int t = 0; t < ts->ntask; t++)
+			w[t] = 0;
+		for (int j = 0; j < net->n; j++)
+			for (int t = 0; t < ts->ntask; t++)
+				if (!ts->tasks[t].head && !strcmp(ts->tasks[t].key, net->task[j].task))
+					w[t] += net->task[j].weight;
+		int rc = tr_eval_tasks(hold, w, &m);
+		if (rc) {
+			free(w);
+			return tk_fail(ctx, rc, NULL);
+		}
+		snprintf(set, sizeof set, "holdout:%s", net->name);
+		if (m.n)
+			metrics_row(tb, fmt, set, &m);
+	}
+	free(w);
+	return EXIT_OK;
+}
+
 /* ---- entry -------------------------------------------------------------------------- */
 
 /* Messages on what is trained on, before the fit. */
@@ -373,6 +404,11 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		metrics_row(tb, fmt, "train", &f.mtrain);
 		if (f.hold.n > 0)
 			metrics_row(tb, fmt, "holdout", &f.mhold);
+		if (f.hold.n > 0 && nets.n > 1 &&
+		    (status = network_rows(ctx, tb, fmt, &ts, &f.hold, &nets))) {
+			table_free(tb);
+			goto out;
+		}
 	}
 	status = table_print(tb, stdout, fmt);
 	if (!ctx->common.quiet) {

@@ -118,6 +118,29 @@ test_expect_success '--predictions writes what the metrics were computed from' '
 	test_cmp want got
 '
 
+test_expect_success 'several held-out networks: a row of each alone, weighted by its occurrences' '
+	printf "weight\ttask\n3\t%s\n" "$T1" >neta.tsv &&
+	printf "weight\ttask\n1\t%s\n1\t%s\n" "$T2" "$T1" >netb.tsv &&
+	tunekit train --feature knob --holdout-network ./neta.tsv --holdout-network ./netb.tsv \
+		--out n.model --predictions n.tsv >nout 2>err &&
+	test_rows nout 4 &&
+	test "$(tsv_col nout set 3)" = holdout && test "$(tsv_col nout tasks 3)" -eq 2 &&
+	test "$(tsv_col nout set 4)" = "holdout:neta.tsv" && test "$(tsv_col nout tasks 4)" -eq 1 &&
+	test "$(tsv_col nout rows 4)" -eq 12 &&
+	test "$(tsv_col nout set 5)" = "holdout:netb.tsv" && test "$(tsv_col nout tasks 5)" -eq 2 &&
+	test "$(tsv_col nout rows 5)" -eq 24 &&
+	# netb weighs T1 1 (the whole holdout 4): its top-1 from the predictions
+	awk -F"\t" -v t1="dense:k=16,m=16,n=16" "NR > 1 && \$3 == \"holdout\" { k = \$2
+		if (!(k in bp) || \$6 > bp[k]) { bp[k] = \$6; pl[k] = \$4 }
+		if (\$4 > 0 && (!(k in best) || \$4 < best[k])) best[k] = \$4 }
+		END { for (k in bp) { x = pl[k] > 0 ? best[k] / pl[k] : 0; s += x; if (k == t1) a = x }
+		      printf \"%.4f %.4f\\n\", a, s / 2 }" n.tsv >got &&
+	echo "$(tsv_col nout top1 4) $(tsv_col nout top1 5)" >want &&
+	test_cmp want got &&
+	tunekit train -q --feature knob --holdout-network ./neta.tsv --out n1.model >nout1 &&
+	test_rows nout1 2
+'
+
 test_expect_success '--predictions to a file that cannot be written: exit 1, no model saved' '
 	n=$(sql "SELECT COUNT(*) FROM model") &&
 	test_expect_code 1 tunekit train -q --feature knob --holdout 0.34 --out p2.model \

@@ -645,6 +645,30 @@ int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out)
 	return rc ? rc : cm_metrics_compute(pt->n, pt->task, pt->y, pt->lat, pt->p, pt->weight, out);
 }
 
+int tr_eval_tasks(const tr_part *pt, const double *weight, cm_metrics *out)
+{
+	size_t cap = (size_t)(pt->n > 0 ? pt->n : 1);
+	int64_t *task = malloc(sizeof *task * cap);
+	float *y = malloc(sizeof *y * cap), *p = malloc(sizeof *p * cap);
+	double *lat = malloc(sizeof *lat * cap), *w = malloc(sizeof *w * cap);
+	int n = 0, rc = TK_OK;
+	memset(out, 0, sizeof *out);
+	if (!task || !y || !p || !lat || !w) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < pt->n; i++)
+		if (weight[pt->task[i]] > 0) {
+			task[n] = pt->task[i], y[n] = pt->y[i], p[n] = pt->p[i];
+			lat[n] = pt->lat[i], w[n++] = weight[pt->task[i]];
+		}
+	if (n)
+		rc = cm_metrics_compute(n, task, y, lat, p, w, out);
+done:
+	free(task), free(y), free(p), free(lat), free(w);
+	return rc;
+}
+
 /* ---- fit ---------------------------------------------------------------------------- */
 
 int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,

@@ -146,6 +146,10 @@ void tr_part_free(tr_part *pt);
 cm_data tr_part_data(const tr_part *pt);
 /* Predict the part (into pt->p) and measure the predictions. */
 int tr_eval(cm_model *m, tr_part *pt, cm_metrics *out);
+/* The metrics of the predicted part's rows of the tasks t with weight[t] >
+ * 0 (indexed by task, as pt->task), weighted so: one network's share of a
+ * holdout of several. out->n = 0 when no row is of such a task. */
+int tr_eval_tasks(const tr_part *pt, const double *weight, cm_metrics *out);
 
 #define TR_EARLY_STOP 50     /* rounds without improvement on the holdout */
 

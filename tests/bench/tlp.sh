@@ -76,32 +76,9 @@ echo "target hardware $TARGET: $(q "SELECT key FROM hardware WHERE id = $TARGET"
 echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}" >&2
 
 # model NAME TRAIN-ARGS...: train with seeds 1..TLP_SEEDS, print one row of
-# the table: the means over the seeds, top-1 and top-5 with their range.
+# the table: the means over the seeds, top-1 and top-5 with their range,
+# then each held-out network's (train's rows holdout:NAME).
 # Seed 1's model is NAME.model (the search's), the others NAME.sS.model.
-# net_topk PRED NET: top-1 and top-5 of the held-out network NET alone
-# (its tasks weighted by their occurrences in it) from a --predictions file.
-net_topk() {
-	awk -F'\t' '
-		FILENAME == ARGV[1] { if ($0 !~ /^#/ && $1 != "weight") w[$2] = $1; next }
-		FNR == 1 || $3 != "holdout" || $4 <= 0 || !($2 in w) { next }
-		{ t = $2; k = ++n[t]; p[t, k] = $6; l[t, k] = $4
-			if (k == 1 || $4 < best[t]) best[t] = $4 }
-		END {
-			for (t in n) {
-				m5 = 0
-				for (r = 1; r <= 5 && r <= n[t]; r++) {
-					top = 0
-					for (k = 1; k <= n[t]; k++)
-						if (!((t, k) in used) && (!top || p[t, k] > p[t, top])) top = k
-					used[t, top] = 1
-					if (r == 1) m1 = l[t, top]
-					if (!m5 || l[t, top] < m5) m5 = l[t, top]
-				}
-				s1 += w[t] * best[t] / m1; s5 += w[t] * best[t] / m5; ws += w[t]
-			}
-			if (ws) printf "%.4f %.4f\n", s1 / ws, s5 / ws; else print "nan nan"
-		}' "data/networks/$2.tsv" "$1"
-}
 model() {
 	name=$1
 	shift
@@ -112,14 +89,15 @@ model() {
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086
 		"$TK" train -q --db "$DB" --hardware "$TARGET" $hold --out "$out" --seed "$s" "$@" \
-			--predictions "$DIR/$name.s$s.pred" >"$DIR/$name.s$s.tsv"
+			>"$DIR/$name.s$s.tsv"
 		secs=$(echo "$(date +%s.%N) - $t0" | bc)
-		nets=$(for n in $HOLDOUT; do net_topk "$DIR/$name.s$s.pred" "$n"; done | paste -sd' ' -)
-		awk -F'\t' -v secs="$secs" -v nets="$nets" '
+		awk -F'\t' -v secs="$secs" '
 			NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 			$c["set"] == "train" { ntrain = $c["rows"] }
-			$c["set"] == "holdout" { print ntrain, $c["rows"], $c["tasks"], $c["top1"], $c["top5"],
-				$c["mse_d"], secs, nets }' "$DIR/$name.s$s.tsv"
+			$c["set"] == "holdout" { all = ntrain " " $c["rows"] " " $c["tasks"] " " $c["top1"] " " \
+				$c["top5"] " " $c["mse_d"] " " secs }
+			$c["set"] ~ /^holdout:/ { nets = nets " " $c["top1"] " " $c["top5"] }
+			END { print all nets }' "$DIR/$name.s$s.tsv"
 		s=$((s + 1))
 	done | awk -v name="$name" '
 		{ k++; for (i = 4; i <= NF; i++) { m[i] += $i; if (k == 1 || $i < lo[i]) lo[i] = $i

@@ -1065,6 +1065,22 @@ TEST(train_labels_split_parts)
 	CHECK(pt.x[0] == 0 && pt.x[1] == 0);        /* row 0 has 1 feature: padded */
 	CHECK(pt.x[2] == 1 && pt.x[3] == 100);
 	CHECK(pt.x[8] == 6 && pt.y[4] == y[6]);     /* rows 4 and 5 left out */
+	/* tr_eval_tasks: the rows of the tasks given a weight, as if alone */
+	for (int i = 0; i < pt.n; i++)
+		pt.p[i] = (float)(i % 3);
+	CHECK(pt.task[4] == pt.task[5] && pt.task[3] != pt.task[4] && pt.task[6] != pt.task[4]);
+	double wt[3] = { 0, 0, 0 };
+	cm_metrics one, alone;
+	CHECK_EQ_INT(tr_eval_tasks(&pt, wt, &one), TK_OK);
+	CHECK_EQ_INT(one.n, 0);
+	wt[pt.task[4]] = 2;
+	CHECK_EQ_INT(tr_eval_tasks(&pt, wt, &one), TK_OK);
+	CHECK_EQ_INT(cm_metrics_compute(2, pt.task + 4, pt.y + 4, pt.lat + 4, pt.p + 4, NULL, &alone),
+	             TK_OK);
+	CHECK(one.n == 2 && one.ntask == 1);
+	CHECK_NEAR(one.rmse, alone.rmse, 1e-12);
+	CHECK_NEAR(one.top1, alone.top1, 1e-12);
+	CHECK_NEAR(one.mse_d, alone.mse_d, 1e-12);
 	tr_part_free(&pt);
 
 	/* tr_normalise: the best is 1, nothing positive gives zeros */
