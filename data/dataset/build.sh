@@ -40,7 +40,7 @@ NGUIDED=${DATASET_GUIDED:-48}
 MINUTES=${1:-0}
 MAXLOAD=${DATASET_MAX_LOAD:-0}
 # Held-out networks first, so a partial dataset can already be evaluated.
-NETWORKS=${DATASET_NETWORKS:-resnet-18 bert-base vgg-16 alexnet squeezenet-1.0 mobilenet-v2 resnet-18-nchwc mobilenet-v2-nchwc bert-tiny bert-medium bert-large resnet-50 wide-resnet-50-2 bert-base-64 bert-base-256 resnet-18-256 resnet-18-240}
+NETWORKS=${DATASET_NETWORKS:-resnet-18 bert-base vgg-16 alexnet squeezenet-1.0 mobilenet-v2 resnet-18-nchwc mobilenet-v2-nchwc bert-tiny bert-medium bert-large resnet-50 wide-resnet-50-2 bert-base-64 bert-base-256 resnet-18-256 resnet-18-240 bert-tiny-64 bert-tiny-256 bert-medium-64 bert-medium-256 bert-large-64 bert-large-256}
 # Three ISAs where the CPU has AVX-512; otherwise a second compiler makes the third.
 if [ -z "${DATASET_TARGETS:-}" ]; then
 	if grep -qw avx512f /proc/cpuinfo; then
