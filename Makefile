@@ -141,8 +141,11 @@ crash-test: $(BIN)
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 # Reports go to files (a test that expects a failing exit status would hide
-# one), and any report fails the target. Signals stay the kernels' own: a
-# planted crash must still be classified as a crash, not as an ASan exit.
+# one), and any report fails the target; an empty report file (opened, and
+# nothing written: a process killed at that moment, say) is listed and holds
+# no finding. tests/run-all.sh names the script during which each report
+# appeared. Signals stay the kernels' own: a planted crash must still be
+# classified as a crash, not as an ASan exit.
 ASAN_BUILD = $(BUILD)/asan
 ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 check-asan:
@@ -150,10 +153,13 @@ check-asan:
 	ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:allocator_may_return_null=1:detect_leaks=1:log_path=$(abspath $(ASAN_BUILD))/reports/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(abspath $(ASAN_BUILD))/reports/ubsan \
 	LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	TK_SANITIZER_REPORTS=$(abspath $(ASAN_BUILD))/reports \
 	$(MAKE) BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tunekit SANITIZE='$(ASAN_FLAGS)' test
-	@if ls $(ASAN_BUILD)/reports | grep -q .; then \
-		for f in $(ASAN_BUILD)/reports/*; do echo "== $$f"; head -40 $$f; done; \
-		echo "check-asan: $$(ls $(ASAN_BUILD)/reports | wc -l) sanitizer report(s)"; exit 1; \
+	@cd $(ASAN_BUILD)/reports && empty=$$(find . -type f -empty | sort) && \
+	if [ -n "$$empty" ]; then echo "check-asan: empty report files, no finding:" $$empty; fi && \
+	if [ -n "$$(find . -type f ! -empty)" ]; then \
+		for f in $$(find . -type f ! -empty | sort); do echo "== $$f"; head -40 $$f; done; \
+		echo "check-asan: $$(find . -type f ! -empty | wc -l) sanitizer report(s)"; exit 1; \
 	else echo "check-asan: no sanitizer reports"; fi
 
 # libFuzzer (clang) on each harness of tests/fuzz for FUZZ_S seconds, the
