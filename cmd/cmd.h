@@ -158,6 +158,8 @@ int read_stream_ids(tk_ctx *ctx, int64_t **ids, int *nid);
  * "label [#####.....] done/total extra". progress_end clears the line. */
 void progress_draw(tk_ctx *ctx, const char *label, double done, double total, const char *extra);
 void progress_end(tk_ctx *ctx);
+/* cm_params.progress of a model that trains in epochs (its ctx: a tk_ctx). */
+void progress_epochs(void *ctx, int done, int total);
 
 /* A table printed aligned on a terminal, as TSV with a header line
  * otherwise (or when forced with tsv = 1), or as a JSON array of objects. */

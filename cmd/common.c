@@ -232,6 +232,11 @@ void progress_draw(tk_ctx *ctx, const char *label, double done, double total, co
 	progress_shown = 1;
 }
 
+void progress_epochs(void *ctx, int done, int total)
+{
+	progress_draw(ctx, "training", done, total, "epochs");
+}
+
 void progress_end(tk_ctx *ctx)
 {
 	if (progress_shown) {

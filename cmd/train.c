@@ -34,7 +34,8 @@ static const char *const usage[] = {
 	"target's training records and holdout (a table on a terminal, TSV otherwise),\n"
 	"writes the model file and adds the model to the store. --objective validity\n"
 	"trains ML2Tuner's model V instead: a classifier of valid against invalid\n"
-	"records (accuracy, precision, recall and AUC), whose file says label=validity.",
+	"records (accuracy, precision, recall and AUC), whose file says label=validity.\n"
+	"A model that trains in epochs (tlp, mtl-tlp) shows them on a terminal.",
 };
 
 static struct {
@@ -370,12 +371,15 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	 * threads were 1.5 to 50 times slower than one (exact and hist alike). */
 	p.nthread = 1;
 	p.tree_method = o.tree_method && strcmp(o.tree_method, "auto") ? o.tree_method : NULL;
+	p.progress = progress_epochs;
+	p.progress_ctx = ctx;
 	/* Nothing is written while the model trains: let a signal end the
 	 * process at once rather than after the last round. */
 	sig_saved sig;
 	sig_default(&sig);
 	rc = tr_fit_eval(kind, &p, &ts, hold, &f);
 	sig_restore(&sig);
+	progress_end(ctx);
 	if (!rc && tk_interrupted)
 		rc = tk_seterr(TK_EINTR, "interrupted; nothing written");
 	if (rc) {

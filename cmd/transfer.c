@@ -265,8 +265,11 @@ int cmd_transfer(int argc, char **argv, tk_ctx *ctx)
 	 * process at once rather than after the last epoch. */
 	sig_saved sig;
 	sig_default(&sig);
+	to.progress = progress_epochs;
+	to.progress_ctx = ctx;
 	rc = tr_transfer_run(st, o.model, &to, &t);
 	sig_restore(&sig);
+	progress_end(ctx);
 	if (!rc && tk_interrupted)
 		rc = tk_seterr(TK_EINTR, "interrupted; nothing written");
 	if (!rc) {

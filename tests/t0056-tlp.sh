@@ -30,6 +30,14 @@ test_expect_success 'tlp trains on the sequences; the same seed gives the same m
 		--out reg.model >/dev/null && grep -a -q "^objective mse$" reg.model
 '
 
+test_expect_success 'training shows its epochs on a terminal, nothing on a pipe' '
+	script -qec "$TUNEKIT_BIN train --db $TUNEKIT_DB --model tlp --feature tlp --hardware 1 \
+		--rounds 3 --out tty.model" /dev/null >tty.out &&
+	grep -q "training \[#*\.*\] 3/3 epochs" tty.out &&
+	tunekit train --model tlp --feature tlp --hardware 1 --rounds 3 --out pipe.model \
+		>/dev/null 2>err && ! grep -q epochs err
+'
+
 test_expect_success 'mtl-tlp learns a head per hardware from a share of the target' '
 	tunekit train --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2,3 --target-fraction 0.5 \
 		--holdout-task $HOLD --rounds 3 --out mtl.model >out 2>err &&

@@ -60,6 +60,11 @@ typedef struct cm_params {
 	int seq_e;               /* sequence models: floats per position of a row
 	                            (D = L x seq_e, padding positions all zero);
 	                            0: the whole row is one position */
+	void (*progress)(void *ctx, int done, int total);
+	void *progress_ctx;      /* fit and adapt of models that train in epochs
+	                            (tlp, mtl-tlp): progress is called after each
+	                            epoch with the epochs done and in all; NULL:
+	                            not called */
 } cm_params;
 
 /* Defaults: rank, seed 1, rounds 0, early_stop 0, one thread. */

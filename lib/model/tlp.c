@@ -599,9 +599,10 @@ static double draw_ticket(tlp_net *n, const cm_data *tr, fitwork *w, int nc, int
 
 /* Train n on tr for epochs epochs at peak rate lr; with a ticket (tk not
  * NULL), only its parameters, re-drawn each epoch. *nstep (may be NULL)
- * receives the optimiser steps taken. */
+ * receives the optimiser steps taken; p (may be NULL) is told of each
+ * epoch (cm_params.progress). */
 static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, float lr, tlp_ticket *tk,
-                 tk_rng *r, int *nstep)
+                 tk_rng *r, int *nstep, const cm_params *p)
 {
 	fitwork w = { 0 };
 	size_t N = (size_t)tr->n, d = (size_t)tr->d;
@@ -661,6 +662,8 @@ static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, float lr, 
 			                    tk ? tk->decay : 0);
 			trained += share;
 		}
+		if (p && p->progress)
+			p->progress(p->progress_ctx, ep + 1, epochs);
 	}
 	if (tk)
 		tk->trained = step ? trained / step : 0;
@@ -711,7 +714,7 @@ static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void *
 		epochs = (TLP_MINSTEPS + steps - 1) / steps;
 		epochs = epochs > TLP_EPOCHS ? epochs : TLP_EPOCHS;
 	}
-	if ((rc = train(n, tr, epochs, p->rank, TLP_LR, NULL, r, NULL))) {
+	if ((rc = train(n, tr, epochs, p->rank, TLP_LR, NULL, r, NULL, p))) {
 		net_free(n);
 		return rc;
 	}
@@ -736,7 +739,7 @@ static int tupdate(void *s, const cm_params *p, const cm_data *all)
 		r = &own;
 	}
 	int steps = (all->n + TLP_BMAX - 1) / TLP_BMAX;
-	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, TLP_LR, NULL, r, NULL);
+	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, TLP_LR, NULL, r, NULL, NULL);
 }
 
 /* Adapt to a target's rows: fine-tune every parameter, or Moses' ticket.
@@ -764,7 +767,7 @@ static int tadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_
 	if (a->method != CM_ADAPT_FINETUNE && !ticket)
 		return tk_seterr(TK_EINVAL, "tlp adapts by fine-tuning or a lottery ticket");
 	rc = train(n, tr, epochs, n->rank, a->lr > 0 ? (float)a->lr : TLP_ADAPT_LR, ticket ? &tk : NULL, r,
-	           &info->steps);
+	           &info->steps, p);
 	info->epochs = epochs;
 	info->trained = tk.trained;
 	return rc;

@@ -281,6 +281,8 @@ typedef struct tr_transfer_opts {
 	uint64_t seed;
 	int rounds;              /* scratch: the kind's rounds or epochs, 0: default */
 	cm_adapt_opts adapt;     /* its method is set from method */
+	void (*progress)(void *ctx, int done, int total); /* as cm_params' */
+	void *progress_ctx;
 } tr_transfer_opts;
 
 typedef struct tr_transfer {

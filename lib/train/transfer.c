@@ -249,6 +249,8 @@ int tr_transfer_run(tk_store *st, const char *model_path, const tr_transfer_opts
 	p.rounds = o->rounds;
 	p.seq_e = feat_seq_width(t->feat);
 	p.tree_method = mf_get(&t->src_meta, "tree_method");
+	p.progress = o->progress;
+	p.progress_ctx = o->progress_ctx;
 	cm_data dtr = tr_part_data(&f->train);
 	cm_adapt_opts a = o->adapt;
 	double t0 = tk_now();
