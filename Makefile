@@ -156,10 +156,11 @@ check-asan:
 	TK_SANITIZER_REPORTS=$(abspath $(ASAN_BUILD))/reports \
 	$(MAKE) BUILD=$(ASAN_BUILD) BIN=$(ASAN_BUILD)/tunekit SANITIZE='$(ASAN_FLAGS)' test
 	@cd $(ASAN_BUILD)/reports && empty=$$(find . -type f -empty | sort) && \
+	full=$$(find . -type f ! -empty | sort) && \
 	if [ -n "$$empty" ]; then echo "check-asan: empty report files, no finding:" $$empty; fi && \
-	if [ -n "$$(find . -type f ! -empty)" ]; then \
-		for f in $$(find . -type f ! -empty | sort); do echo "== $$f"; head -40 $$f; done; \
-		echo "check-asan: $$(find . -type f ! -empty | wc -l) sanitizer report(s)"; exit 1; \
+	if [ -n "$$full" ]; then \
+		for f in $$full; do echo "== $$f"; head -40 $$f; done; \
+		echo "check-asan: $$(echo "$$full" | wc -l) sanitizer report(s)"; exit 1; \
 	else echo "check-asan: no sanitizer reports"; fi
 
 # libFuzzer (clang) on each harness of tests/fuzz for FUZZ_S seconds, the
