@@ -51,7 +51,7 @@ test_expect_success 'tlp vectors are L x E = 32 x 25 for every task, stored once
 	grep -q "^tlp: 8 configurations, 8 new, 0 invalid, [0-9]* per second$" err &&
 	test "$(feat_n tlp dense)" = 800 &&
 	test "$(feat_n tlp conv2d)" = 800 &&
-	test "$(sql "SELECT DISTINCT version FROM feature WHERE kind = '\''tlp'\''")" = 1 &&
+	test "$(sql "SELECT DISTINCT version FROM feature WHERE kind = '\''tlp'\''")" = 2 &&
 	tunekit extract-features -k tlp 2>err &&
 	grep -q "^tlp: 8 configurations, 0 new, 0 invalid" err
 '

@@ -166,7 +166,8 @@ static const struct feat_row {
 	{ "knob", 2, 0, knob_length, knob_extract, NULL },
 	{ "itervar", 2, 1, itervar_length, feat_itervar, NULL },
 	{ "curve", 1, 1, curve_length, feat_curve, NULL },
-	{ "tlp", 1, 1, tlp_length, feat_tlp, NULL },
+	/* tlp 2: cache_write's tile */
+	{ "tlp", 2, 1, tlp_length, feat_tlp, NULL },
 	{ "graph", 1, 1, graph_length, feat_graph, feat_graph_check },
 	{ "hidden", 2, 0, hidden_length, hidden_extract, hidden_check },
 };

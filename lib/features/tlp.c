@@ -59,6 +59,11 @@
  *                     first factor of the body), lg(elements of that
  *                     tensor), 0, 0
  *             pragma  lg(unroll_max), explicit (0 or 1), 0, 0
+ *             cache_write  the tile it accumulates in, from the loops
+ *                     nested below the loop it is at (since version 2):
+ *                     lg(product of the spatial ones' extents: the tile's
+ *                     elements), lg(product of the reduction ones'), their
+ *                     number, 0
  *           and zeros for the other kinds
  *   reorder replaces 11..24: the order of n loops summarised per class of
  *   loop, so that reorders of stages with different numbers of axes line
@@ -84,6 +89,8 @@
  *   4  fuse C i.0 j.0            col 2 = 1, A = (2, 1, 0, lg 1, 1),
  *                                B = (1, 1, 0, lg 1, 1)
  *   5  parallel C i.0+j.0        col 3 = 1, A = (1, 1, 0, lg 1, 2)
+ *   8  cache_write C j.1        col 6 = 1, A = (1, 2, 0, lg 2, 1), numbers
+ *                                lg 4 (i.2 j.2), lg 2 (r.0 r.1), 4, 0
  *   9  pack C B                  col 7 = 1, A = 0, numbers 2, lg 16
  *   10 pragma C unroll_max 0 explicit 0   col 8 = 1, col 9 = 1, the rest 0
  *
@@ -91,9 +98,11 @@
  * too many primitives) or names a loop that does not exist gets all zeros
  * and *valid = 0. One that lowering would reject (an accumulator tile over
  * its limit) still has a sequence and features: tlp never lowers. The walk
- * keeps the loops of each stage in a table on the stack (no allocation, no
- * names); building the sequence (sc_from_config) takes a quarter to a half
- * of the time of a tlp vector (tests/bench/features.c times both).
+ * keeps the loops of each stage, and their nest order as split, reorder
+ * (TVM's: the loops named take the places they held) and fuse leave it, in
+ * tables on the stack (no allocation, no names); building the sequence
+ * (sc_from_config) takes a quarter to a half of the time of a tlp vector
+ * (tests/bench/features.c times both).
  */
 #include "feat_int.h"
 
@@ -136,6 +145,8 @@ typedef struct walk {
 	unsigned ready;               /* bit s: stage s is set up */
 	int nloop[TE_MAXSTAGE];
 	tloop loop[TE_MAXSTAGE][SC_MAXLOOP];
+	int nord[TE_MAXSTAGE];        /* the nest of stage s, outermost first: */
+	int ord[TE_MAXSTAGE][SC_MAXLOOP]; /* loop numbers */
 } walk;
 
 static float lg(double x)
@@ -155,6 +166,9 @@ static void stage_setup(walk *w, const te_stage *st, int s)
 		};
 	}
 	w->nloop[s] = st->naxis;
+	for (int a = 0; a < st->naxis; a++)
+		w->ord[s][a] = a;
+	w->nord[s] = st->naxis;
 	w->ready |= 1u << s;
 }
 
@@ -182,6 +196,15 @@ static void put_order(float *o, const tloop *loop, const sc_prim *pr)
 		o[2 * c] = lg(cnt[c]);
 		o[2 * c + 1] = cnt[c] && pr->n > 1 ? (float)(pos[c] / cnt[c] / (pr->n - 1)) : 0.0f;
 	}
+}
+
+/* Position of loop l in stage s's nest, -1 if it is not there. */
+static int nest_pos(const walk *w, int s, int l)
+{
+	for (int i = 0; i < w->nord[s]; i++)
+		if (w->ord[s][i] == l)
+			return i;
+	return -1;
 }
 
 static int known(const walk *w, int s, int l)
@@ -226,6 +249,14 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 				o[COL_NUM + i] = lg((double)l->extent);
 		}
 		w->nloop[s] = n + pr->n + 1;
+		int at = nest_pos(w, s, pr->a);
+		if (at >= 0) {
+			int *ord = w->ord[s];
+			memmove(ord + at + pr->n + 1, ord + at + 1, sizeof *ord * (size_t)(w->nord[s] - at - 1));
+			for (int i = 0; i <= pr->n; i++)
+				ord[at + i] = n + i;
+			w->nord[s] += pr->n;
+		}
 		break;
 	}
 	case SC_REORDER:
@@ -236,6 +267,18 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 				return 0;
 		if (o)
 			put_order(o + COL_ORDER, loop, pr);
+		{
+			/* TVM's reorder: the named loops take the places they
+			 * held, in the order named */
+			int pos[SC_MAXLOOP], np = 0;
+			for (int i = 0; i < w->nord[s]; i++)
+				for (int j = 0; j < pr->n; j++)
+					if (w->ord[s][i] == pr->order[j])
+						pos[np++] = i;
+			if (np == pr->n)
+				for (int j = 0; j < np; j++)
+					w->ord[s][pos[j]] = pr->order[j];
+		}
 		break;
 	case SC_FUSE: {
 		if (!known(w, s, pr->a) || !known(w, s, pr->b) || pr->a == pr->b || n == SC_MAXLOOP)
@@ -249,6 +292,13 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 		loop[n].extent = loop[pr->a].extent * loop[pr->b].extent;
 		loop[n].nfused = (unsigned char)(nfused < 255 ? nfused : 255);
 		w->nloop[s] = n + 1;
+		int pa = nest_pos(w, s, pr->a), pb = nest_pos(w, s, pr->b);
+		if (pa >= 0 && pb >= 0) {
+			int *ord = w->ord[s];
+			ord[pa] = n;
+			memmove(ord + pb, ord + pb + 1, sizeof *ord * (size_t)(w->nord[s] - pb - 1));
+			w->nord[s]--;
+		}
 		break;
 	}
 	case SC_PACK:
@@ -272,6 +322,21 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 			return 0;
 		if (o)
 			put_loop(o + COL_A, &loop[pr->a]);
+		if (o && pr->kind == SC_CACHE_WRITE) {
+			/* the tile: the loops below the one it is at */
+			double sp_el = 1, red_el = 1;
+			int nin = 0, at = nest_pos(w, s, pr->a);
+			for (int i = at < 0 ? w->nord[s] : at + 1; i < w->nord[s]; i++, nin++) {
+				const tloop *l = &loop[w->ord[s][i]];
+				if (l->reduce)
+					red_el *= (double)l->extent;
+				else
+					sp_el *= (double)l->extent;
+			}
+			o[COL_NUM] = lg(sp_el);
+			o[COL_NUM + 1] = lg(red_el);
+			o[COL_NUM + 2] = (float)nin;
+		}
 	}
 	if (o) {
 		o[COL_KIND + pr->kind] = 1.0f;

@@ -51,7 +51,7 @@ TEST(test_kind)
 	int n;
 	CHECK_EQ_STR(feat_kind_name(FEAT_TLP), "tlp");
 	CHECK_EQ_INT(feat_kind_parse("tlp"), FEAT_TLP);
-	CHECK_EQ_INT(feat_version(FEAT_TLP), 1);
+	CHECK_EQ_INT(feat_version(FEAT_TLP), 2);
 	CHECK_EQ_INT(L, 32);
 	CHECK_EQ_INT(E, 25);
 	if (task_open(&t, "dense:m=4,n=8,k=2")) {
@@ -104,7 +104,8 @@ TEST(test_dense_rows)
 		{ 0, 0, 0, 1, 0, 0, 0, 0, 0,  1, 0,  1, 1, 0, l1, 2,  0, 0, 0, 0, 0,  0, 0, 0, 0 },
 		{ 0, 0, 0, 0, 1, 0, 0, 0, 0,  1, 0,  1, 3, 0, l4, 1,  0, 0, 0, 0, 0,  0, 0, 0, 0 },
 		{ 0, 0, 0, 0, 0, 1, 0, 0, 0,  1, 0,  2, 3, 0, l1, 1,  0, 0, 0, 0, 0,  0, 0, 0, 0 },
-		{ 0, 0, 0, 0, 0, 0, 1, 0, 0,  1, 0,  1, 2, 0, l2, 1,  0, 0, 0, 0, 0,  0, 0, 0, 0 },
+		/* cache_write below j.1: r.0 r.1 (1 x 2) and the tile i.2 j.2 (1 x 4) */
+		{ 0, 0, 0, 0, 0, 0, 1, 0, 0,  1, 0,  1, 2, 0, l2, 1,  0, 0, 0, 0, 0,  l4, l2, 4, 0 },
 		/* pack B before the nest: no loop; read 2 of 2, 16 elements */
 		{ 0, 0, 0, 0, 0, 0, 0, 1, 0,  1, 0,  0, 0, 0, 0, 0,  0, 0, 0, 0, 0,  2, l16, 0, 0 },
 		{ 0, 0, 0, 0, 0, 0, 0, 0, 1,  1, 0,  0, 0, 0, 0, 0,  0, 0, 0, 0, 0,  0, 0, 0, 0 },
@@ -133,6 +134,42 @@ TEST(test_dense_rows)
 	CHECK_NEAR(w[3 * E + 17], l1, 1e-6);
 	CHECK_NEAR(w[3 * E + 18], 1.0 / 7, 1e-6);             /* r.0 at 1 */
 	CHECK_EQ_INT(memcmp(v, w, sizeof(float) * 3 * E), 0); /* the splits are the same */
+	/* no fuse now: cache_write C j.1 is row 7, and below j.1 are r.1 i.2 j.2 */
+	CHECK_NEAR(w[7 * E + 6], 1, 0);
+	CHECK_NEAR(w[7 * E + 21], l4, 1e-6);
+	CHECK_NEAR(w[7 * E + 22], l2, 1e-6);
+	CHECK_NEAR(w[7 * E + 23], 3, 0);
+	task_close(&t);
+}
+
+/* The tile of conv2d's cache_write after a reorder: order 2 is
+ *   reorder O f.0 rc.0 ry.0 rx.0 b y.0 x.0 f.1 y.1 x.1 rc.1 ry.1 rx.1 y.2 x.2 f.2
+ *   cache_write O x.1
+ * so the tile is y.2 x.2 f.2 = 2 x 3 x 4 and rc.1 ry.1 rx.1 = 2 x 1 x 3
+ * reduce into it. */
+TEST(test_conv2d_cache_tile)
+{
+	task t;
+	int valid;
+	float v[L * E];
+	if (task_open(&t, "conv2d:c=4,h=6,w=6,k=8,pad=1")) {
+		CHECK(0);
+		return;
+	}
+	CHECK_EQ_INT(extract(&t, "tile_f=2x1x4;tile_y=3x1x2;tile_x=1x2x3;tile_rc=2x2;tile_ry=3x1;"
+	                         "tile_rx=1x3;order=2;vec=f;unroll=0;unroll_explicit=1;pack_I=1;"
+	                         "pack_W=1", v, &valid), TK_OK);
+	CHECK_EQ_INT(valid, 1);
+	int cw = -1;
+	for (int i = 0; i < L; i++)
+		if (v[i * E + 6] == 1)
+			cw = i;
+	CHECK_EQ_INT(cw, 11);
+	if (cw >= 0) {
+		CHECK_NEAR(v[cw * E + 21], lg(24), 1e-5);
+		CHECK_NEAR(v[cw * E + 22], lg(6), 1e-5);
+		CHECK_NEAR(v[cw * E + 23], 6, 0);
+	}
 	task_close(&t);
 }
 
@@ -340,5 +377,5 @@ TEST(test_imported)
 	sp_space_free(sp);
 }
 
-UNIT_MAIN(test_kind, test_dense_rows, test_conv2d_tokens, test_winograd_stages,
+UNIT_MAIN(test_kind, test_dense_rows, test_conv2d_tokens, test_conv2d_cache_tile, test_winograd_stages,
           test_every_op_contract, test_invalid, test_imported)
