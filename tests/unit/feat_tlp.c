@@ -377,5 +377,5 @@ TEST(test_imported)
 	sp_space_free(sp);
 }
 
-UNIT_MAIN(test_kind, test_dense_rows, test_conv2d_tokens, test_conv2d_cache_tile, test_winograd_stages,
-          test_every_op_contract, test_invalid, test_imported)
+UNIT_MAIN(test_kind, test_dense_rows, test_conv2d_tokens, test_conv2d_cache_tile,
+          test_winograd_stages, test_every_op_contract, test_invalid, test_imported)
