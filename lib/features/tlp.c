@@ -273,8 +273,10 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 			int pos[SC_MAXLOOP], np = 0;
 			for (int i = 0; i < w->nord[s]; i++)
 				for (int j = 0; j < pr->n; j++)
-					if (w->ord[s][i] == pr->order[j])
-						pos[np++] = i;
+					if (w->ord[s][i] == pr->order[j]) {
+						pos[np++] = i; /* np <= nord */
+						break;
+					}
 			if (np == pr->n)
 				for (int j = 0; j < np; j++)
 					w->ord[s][pos[j]] = pr->order[j];
