@@ -252,7 +252,8 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 		int at = nest_pos(w, s, pr->a);
 		if (at >= 0) {
 			int *ord = w->ord[s];
-			memmove(ord + at + pr->n + 1, ord + at + 1, sizeof *ord * (size_t)(w->nord[s] - at - 1));
+			memmove(ord + at + pr->n + 1, ord + at + 1,
+			        sizeof *ord * (size_t)(w->nord[s] - at - 1));
 			for (int i = 0; i <= pr->n; i++)
 				ord[at + i] = n + i;
 			w->nord[s] += pr->n;
