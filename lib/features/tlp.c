@@ -201,10 +201,7 @@ static void put_order(float *o, const tloop *loop, const sc_prim *pr)
 /* Position of loop l in stage s's nest, -1 if it is not there. */
 static int nest_pos(const walk *w, int s, int l)
 {
-	for (int i = 0; i < w->nord[s]; i++)
-		if (w->ord[s][i] == l)
-			return i;
-	return -1;
+	return sc_nest_pos(w->ord[s], w->nord[s], l);
 }
 
 static int known(const walk *w, int s, int l)
@@ -250,14 +247,8 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 		}
 		w->nloop[s] = n + pr->n + 1;
 		int at = nest_pos(w, s, pr->a);
-		if (at >= 0) {
-			int *ord = w->ord[s];
-			memmove(ord + at + pr->n + 1, ord + at + 1,
-			        sizeof *ord * (size_t)(w->nord[s] - at - 1));
-			for (int i = 0; i <= pr->n; i++)
-				ord[at + i] = n + i;
-			w->nord[s] += pr->n;
-		}
+		if (at >= 0)
+			sc_nest_split(w->ord[s], &w->nord[s], at, n, pr->n + 1);
 		break;
 	}
 	case SC_REORDER:
@@ -269,18 +260,17 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 		if (o)
 			put_order(o + COL_ORDER, loop, pr);
 		{
-			/* TVM's reorder: the named loops take the places they
-			 * held, in the order named */
-			int pos[SC_MAXLOOP], np = 0;
-			for (int i = 0; i < w->nord[s]; i++)
-				for (int j = 0; j < pr->n; j++)
-					if (w->ord[s][i] == pr->order[j]) {
-						pos[np++] = i; /* np <= nord */
-						break;
-					}
-			if (np == pr->n)
-				for (int j = 0; j < np; j++)
-					w->ord[s][pos[j]] = pr->order[j];
+			/* a loop not in the nest, or named twice: the nest
+			 * stays as it was */
+			int pos[SC_MAXLOOP], ok = 1;
+			for (int j = 0; j < pr->n && ok; j++) {
+				pos[j] = nest_pos(w, s, pr->order[j]);
+				ok = pos[j] >= 0;
+				for (int i = 0; i < j && ok; i++)
+					ok = pos[i] != pos[j];
+			}
+			if (ok)
+				sc_nest_reorder(w->ord[s], pos, pr->order, pr->n);
 		}
 		break;
 	case SC_FUSE: {
@@ -296,12 +286,8 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 		loop[n].nfused = (unsigned char)(nfused < 255 ? nfused : 255);
 		w->nloop[s] = n + 1;
 		int pa = nest_pos(w, s, pr->a), pb = nest_pos(w, s, pr->b);
-		if (pa >= 0 && pb >= 0) {
-			int *ord = w->ord[s];
-			ord[pa] = n;
-			memmove(ord + pb, ord + pb + 1, sizeof *ord * (size_t)(w->nord[s] - pb - 1));
-			w->nord[s]--;
-		}
+		if (pa >= 0 && pb >= 0)
+			sc_nest_fuse(w->ord[s], &w->nord[s], pa, pb, n);
 		break;
 	}
 	case SC_PACK:

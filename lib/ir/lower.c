@@ -97,10 +97,7 @@ static ir_buf *new_buf(lw *L, const char *name, int kind, int ndim, const int64_
 
 static int order_pos(const stage_state *ss, int l)
 {
-	for (int i = 0; i < ss->norder; i++)
-		if (ss->order[i] == l)
-			return i;
-	return -1;
+	return sc_nest_pos(ss->order, ss->norder, l);
 }
 
 static int is_leaf(const stage_state *ss, int l)
@@ -150,11 +147,7 @@ static void apply(lw *L, const te_stage *st, stage_state *ss, const sc_prim *pr)
 			v->stride = stride;
 		}
 		/* replace a by its parts in the order */
-		memmove(&ss->order[pos + n], &ss->order[pos + 1],
-		        sizeof(int) * (size_t)(ss->norder - pos - 1));
-		for (int i = 0; i < n; i++)
-			ss->order[pos + i] = first + i;
-		ss->norder += n - 1;
+		sc_nest_split(ss->order, &ss->norder, pos, first, n);
 		return;
 	}
 	case SC_FUSE: {
@@ -175,9 +168,7 @@ static void apply(lw *L, const te_stage *st, stage_state *ss, const sc_prim *pr)
 		v->extent = ss->ivs[pr->a].extent * ss->ivs[pr->b].extent;
 		v->parent = v->split = -1;
 		ss->ivs[pr->a].parent = ss->ivs[pr->b].parent = l;
-		ss->order[pa] = l;
-		memmove(&ss->order[pb], &ss->order[pb + 1], sizeof(int) * (size_t)(ss->norder - pb - 1));
-		ss->norder--;
+		sc_nest_fuse(ss->order, &ss->norder, pa, pb, l);
 		return;
 	}
 	case SC_REORDER: {
@@ -190,17 +181,7 @@ static void apply(lw *L, const te_stage *st, stage_state *ss, const sc_prim *pr)
 				if (pos[j] == pos[i])
 					fail(L, "reorder names a loop twice");
 		}
-		/* the listed loops take their own positions, sorted, in list order */
-		int sorted[SC_MAXLOOP];
-		memcpy(sorted, pos, sizeof(int) * (size_t)pr->n);
-		for (int i = 1; i < pr->n; i++)
-			for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-				int t = sorted[j];
-				sorted[j] = sorted[j - 1];
-				sorted[j - 1] = t;
-			}
-		for (int i = 0; i < pr->n; i++)
-			ss->order[sorted[i]] = pr->order[i];
+		sc_nest_reorder(ss->order, pos, pr->order, pr->n);
 		return;
 	}
 	case SC_PARALLEL:

@@ -311,3 +311,42 @@ int sc_parse(const te_prog *p, const char *text, sc_sched *s)
 	free(copy);
 	return rc;
 }
+
+/* ---- the nest order ------------------------------------------------------ */
+
+int sc_nest_pos(const int *order, int n, int l)
+{
+	for (int i = 0; i < n; i++)
+		if (order[i] == l)
+			return i;
+	return -1;
+}
+
+void sc_nest_split(int *order, int *n, int pos, int first, int nparts)
+{
+	memmove(&order[pos + nparts], &order[pos + 1], sizeof(int) * (size_t)(*n - pos - 1));
+	for (int i = 0; i < nparts; i++)
+		order[pos + i] = first + i;
+	*n += nparts - 1;
+}
+
+void sc_nest_fuse(int *order, int *n, int pa, int pb, int l)
+{
+	order[pa] = l;
+	memmove(&order[pb], &order[pb + 1], sizeof(int) * (size_t)(*n - pb - 1));
+	(*n)--;
+}
+
+void sc_nest_reorder(int *order, const int *pos, const int *loops, int k)
+{
+	int sorted[SC_MAXLOOP];
+	memcpy(sorted, pos, sizeof(int) * (size_t)k);
+	for (int i = 1; i < k; i++)
+		for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+			int t = sorted[j];
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = t;
+		}
+	for (int i = 0; i < k; i++)
+		order[sorted[i]] = loops[i];
+}

@@ -83,4 +83,16 @@ int sc_parse(const te_prog *p, const char *text, sc_sched *s);
  * TK_OK, or TK_EINVAL if the sequence would exceed the limits. */
 int sc_from_config(const sp_space *sp, const sp_config *c, sc_sched *out);
 
+/* The nest of one stage: its loops' numbers, outermost first, as split,
+ * fuse and reorder leave it (lower.c builds the loop nest from it; the tlp
+ * features read it). The caller checks the primitive first. */
+int sc_nest_pos(const int *order, int n, int l);    /* -1 if l is not there */
+/* the loop at pos becomes its nparts parts, numbered first.. */
+void sc_nest_split(int *order, int *n, int pos, int first, int nparts);
+/* the loops at pa and pb (lower.c: pb = pa + 1) become loop l, at pa */
+void sc_nest_fuse(int *order, int *n, int pa, int pb, int l);
+/* loops[0..k) (distinct, at positions pos[0..k)) take those positions,
+ * sorted, in the order listed: TVM's reorder */
+void sc_nest_reorder(int *order, const int *pos, const int *loops, int k);
+
 #endif
