@@ -19,7 +19,12 @@
 # DATASET_GUIDED (48 trials of xgb+sa, the first 16 of them random),
 # DATASET_PHASES (random guided common: common measures on every other
 # target the configurations the first target has of the task, so that one
-# set of programs has a label on every target, as TenSet's),
+# set of programs has a label on every target, as TenSet's; repeat, not
+# by default, times once more each configuration the target has of the
+# task with fewer than DATASET_RECORDS (3) records, one of them valid: a
+# configuration's label is the median of its records, and records taken
+# a pass apart do not share one burst of load; list it twice to bring
+# single records to three),
 # DATASET_COMMON_FROM (the store's hardware id whose configurations the
 # common phase measures, instead of the first target's: another machine's
 # records, so that a new CPU gets the same programs as an old one),
@@ -37,6 +42,7 @@ DB=${DATASET_DB:-data/dataset/build/dataset.db}
 SHIP=data/dataset/dataset.db.gz
 NRANDOM=${DATASET_RANDOM:-16}
 NGUIDED=${DATASET_GUIDED:-48}
+NRECORDS=${DATASET_RECORDS:-3}
 MINUTES=${1:-0}
 MAXLOAD=${DATASET_MAX_LOAD:-0}
 # Held-out networks first, so a partial dataset can already be evaluated.
@@ -132,6 +138,16 @@ unit() {
 		if [ -n "$hw" ]; then configs "$hw" "$task"; fi > "$DB.have"
 		LC_ALL=C comm -23 "$DB.want" "$DB.have" > "$DB.todo"
 		rm -f "$DB.want" "$DB.have"
+		[ -s "$DB.todo" ] || { rm -f "$DB.todo"; return 0; }
+		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
+			"$TK" measure --db "$DB" --target "$target" -q $TIMING --config - > /dev/null
+		rm -f "$DB.todo" ;;
+	repeat)
+		[ -n "$hw" ] || return 0
+		"$TK" report --db "$DB" --format tsv --hardware "$hw" --task "$task" records |
+			awk -F'\t' -v r="$NRECORDS" '
+				NR > 1 { k = $2 "\t" $3; n[k]++; if ($5 == 1) v[k] = 1 }
+				END { for (k in n) if (v[k] && n[k] < r) print k }' | LC_ALL=C sort > "$DB.todo"
 		[ -s "$DB.todo" ] || { rm -f "$DB.todo"; return 0; }
 		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
 			"$TK" measure --db "$DB" --target "$target" -q $TIMING --config - > /dev/null

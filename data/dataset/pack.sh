@@ -52,9 +52,14 @@ q() { sqlite3 -separator ' | ' "$tmp" "$1"; }
 	echo "Each target is distinct hardware: the CPU (with its family and model), the ISA the"
 	echo "kernels were compiled for, the compiler and its version, flags and threads."
 	echo
-	echo "| id | CPU | ISA | compiler | records | valid | tasks |"
-	echo "|---|---|---|---|---|---|---|"
-	q "SELECT h.id, h.cpu, h.isa, h.cc, COUNT(*), SUM(m.valid), COUNT(DISTINCT c.task_id)
+	echo "A program timed more than once on one hardware is one training row, its"
+	echo "latency the median of its records (\`man tunekit-train\`)."
+	echo
+	echo "| id | CPU | ISA | compiler | records | valid | programs | timed 3+ times | tasks |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	q "SELECT h.id, h.cpu, h.isa, h.cc, COUNT(*), SUM(m.valid), COUNT(DISTINCT c.id),
+		(SELECT COUNT(*) FROM (SELECT 1 FROM measurement x WHERE x.hardware_id = h.id
+			GROUP BY x.config_id HAVING COUNT(*) >= 3)), COUNT(DISTINCT c.task_id)
 		FROM measurement m JOIN hardware h ON h.id = m.hardware_id JOIN config c ON c.id = m.config_id
 		GROUP BY h.id ORDER BY h.id" | sed 's/^/| /; s/$/ |/'
 	echo

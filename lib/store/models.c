@@ -18,11 +18,27 @@
 
 /* ---- training rows ------------------------------------------------------- */
 
-#define TRAIN_COLUMNS \
-	"m.id, t.id, c.id, m.hardware_id, t.key, t.flops, m.valid, m.median, f.n, f.data"
-#define TRAIN_FROM \
-	" FROM measurement m JOIN config c ON c.id = m.config_id" \
-	" JOIN task t ON t.id = c.task_id"
+/* One row per configuration and hardware from the records r (its
+ * measurements, all or the ones asked for): valid if any record is, its
+ * latency the median of the valid records' (the mean of the middle two
+ * for an even count), its id the first record's. A configuration timed
+ * again at other times gets a steadier label, not a second row that
+ * contradicts the first. k numbers a configuration's records valid ones
+ * first, fastest first; nv counts the valid ones. */
+#define TRAIN_RANKED(where) \
+	"WITH r AS (SELECT m.id, m.config_id, m.hardware_id, m.median," \
+	" row_number() OVER (PARTITION BY m.config_id, m.hardware_id" \
+	"  ORDER BY (m.valid AND m.median > 0) DESC, m.median, m.id) AS k," \
+	" sum(m.valid AND m.median > 0) OVER (PARTITION BY m.config_id, m.hardware_id) AS nv," \
+	" min(m.id) OVER (PARTITION BY m.config_id, m.hardware_id) AS first" \
+	" FROM measurement m WHERE " where ")"
+#define TRAIN_SELECT \
+	" SELECT r.first, t.id, c.id, r.hardware_id, t.key, t.flops, r.nv > 0," \
+	" CASE WHEN r.nv > 0 THEN avg(r.median) END, f.n, f.data" \
+	" FROM r JOIN config c ON c.id = r.config_id JOIN task t ON t.id = c.task_id"
+#define TRAIN_MEDIAN \
+	" WHERE (r.nv = 0 AND r.k = 1) OR (r.nv > 0 AND r.k IN ((r.nv + 1) / 2, r.nv / 2 + 1))" \
+	" GROUP BY r.config_id, r.hardware_id ORDER BY t.id, r.first"
 
 /* ids as a JSON array "[1,2,3]" (malloc'd), or NULL on out of memory. */
 static char *ids_json(const int64_t *ids, int nid)
@@ -49,17 +65,17 @@ int store_train_rows(tk_store *s, int64_t hardware_id, const char *kind, int ver
 		if (!(json = ids_json(ids, nid)))
 			return tk_seterr(TK_ENOMEM, "out of memory");
 		rc = store_prepare(s,
-			"SELECT " TRAIN_COLUMNS TRAIN_FROM
+			TRAIN_RANKED("m.id IN (SELECT value FROM json_each(?4))"
+			             " AND (?1 = 0 OR m.hardware_id = ?1)")
+			TRAIN_SELECT
 			" LEFT JOIN feature f ON f.config_id = c.id AND f.kind = ?2 AND f.version = ?3"
-			" WHERE m.id IN (SELECT value FROM json_each(?4))"
-			" AND (?1 = 0 OR m.hardware_id = ?1)"
-			" ORDER BY t.id, m.id", &st);
+			TRAIN_MEDIAN, &st);
 	} else {
 		rc = store_prepare(s,
-			"SELECT " TRAIN_COLUMNS TRAIN_FROM
+			TRAIN_RANKED("(?1 = 0 OR m.hardware_id = ?1)")
+			TRAIN_SELECT
 			" JOIN feature f ON f.config_id = c.id AND f.kind = ?2 AND f.version = ?3"
-			" WHERE (?1 = 0 OR m.hardware_id = ?1)"
-			" ORDER BY t.id, m.id", &st);
+			TRAIN_MEDIAN, &st);
 	}
 	if (rc) {
 		free(json);

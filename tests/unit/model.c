@@ -765,6 +765,59 @@ TEST(store_training_rows_and_models)
 	store_close(s);
 }
 
+/* A configuration timed several times on one hardware is one row: valid if
+ * any record is, its latency the median of the valid ones (the mean of the
+ * middle two for an even count), its id the first record's; with ids, the
+ * records asked for alone. */
+TEST(store_training_rows_one_per_config)
+{
+	tk_store *s = NULL;
+	CHECK_EQ_INT(store_open(tpath("agg.db"), 0, &s), TK_OK);
+	if (!s)
+		return;
+	store_hw ha = { .key = "cpu-a", .kind = "cpu" }, hb = { .key = "cpu-b", .kind = "cpu" };
+	int64_t hwa, hwb, t, c[4];
+	CHECK_EQ_INT(store_hardware_get(s, &ha, &hwa), TK_OK);
+	CHECK_EQ_INT(store_hardware_get(s, &hb, &hwb), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=8,m=8,n=8", "dense", 1024, &t), TK_OK);
+	const char *text[4] = { "c=1", "c=2", "c=3", "c=4" };
+	float v[4][2] = { { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 } };
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ_INT(store_config_get(s, t, i, text[i], "s\n", &c[i]), TK_OK);
+		put_feature(s, c[i], "knob", 1, v[i], 2);
+	}
+	int64_t a1 = add_meas(s, c[0], hwa, 1, 3e-3);
+	int64_t b1 = add_meas(s, c[1], hwa, 1, 1e-3);
+	int64_t d1 = add_meas(s, c[2], hwa, 0, 0);
+	int64_t e1 = add_meas(s, c[3], hwa, 0, 0);
+	int64_t f1 = add_meas(s, c[0], hwb, 1, 7e-3);
+	int64_t a2 = add_meas(s, c[0], hwa, 1, 1e-3);
+	add_meas(s, c[1], hwa, 1, 4e-3);
+	add_meas(s, c[2], hwa, 1, 5e-3);
+	add_meas(s, c[3], hwa, 0, 0);
+	int64_t a3 = add_meas(s, c[0], hwa, 1, 2e-3);
+
+	rows r = { 0 };
+	CHECK_EQ_INT(store_train_rows(s, 0, "knob", 1, NULL, 0, rows_cb, &r), TK_OK);
+	CHECK_EQ_INT(r.n, 5);
+	CHECK(r.meas[0] == a1 && r.hw[0] == hwa && r.valid[0] && r.x0[0] == 1);
+	CHECK_NEAR(r.median[0], 2e-3, 1e-15);
+	CHECK(r.meas[1] == b1 && r.valid[1] && r.x0[1] == 2);
+	CHECK_NEAR(r.median[1], 2.5e-3, 1e-15);
+	CHECK(r.meas[2] == d1 && r.valid[2] && r.x0[2] == 3);
+	CHECK_NEAR(r.median[2], 5e-3, 1e-15);
+	CHECK(r.meas[3] == e1 && !r.valid[3] && r.median[3] == -1 && r.x0[3] == 4);
+	CHECK(r.meas[4] == f1 && r.hw[4] == hwb && r.valid[4]);
+	CHECK_NEAR(r.median[4], 7e-3, 1e-15);
+
+	int64_t ids[] = { a3, a2 };
+	memset(&r, 0, sizeof r);
+	CHECK_EQ_INT(store_train_rows(s, hwa, "knob", 1, ids, 2, rows_cb, &r), TK_OK);
+	CHECK(r.n == 1 && r.meas[0] == a2 && r.valid[0]);
+	CHECK_NEAR(r.median[0], 1.5e-3, 1e-15);
+	store_close(s);
+}
+
 
 /* ---- the model table ------------------------------------------------------ */
 
@@ -1188,4 +1241,5 @@ UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_up
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
           metrics_ties_and_edges, modelfile_round_trip, modelfile_corruption,
-          store_training_rows_and_models, metrics_classify_by_hand, cost_ml2_stages)
+          store_training_rows_and_models, store_training_rows_one_per_config,
+          metrics_classify_by_hand, cost_ml2_stages)
