@@ -14,8 +14,10 @@
 
 #include "store.h"
 
-/* One measurement as a training row. Pointers are valid only during the
- * callback. */
+/* One configuration on one hardware as a training row: valid if any of its
+ * records is, median the median of the valid records' medians (the mean of
+ * the middle two for an even count), meas_id its first record. Pointers
+ * are valid only during the callback. */
 typedef struct store_train_row {
 	int64_t meas_id, task_id, config_id, hardware_id;
 	const char *task;   /* task key */
@@ -30,11 +32,12 @@ typedef struct store_train_row {
 typedef int (*store_train_cb)(void *ctx, const store_train_row *r);
 
 /* Training rows for features of (kind, version), ordered by task id then
- * measurement id (rows of a task are contiguous). hardware_id 0 means any
- * hardware. With ids == NULL: every measurement whose configuration has
- * such features. With nid ids: only those measurements, also those without
+ * first measurement id (rows of a task are contiguous). hardware_id 0
+ * means any hardware. With ids == NULL: every configuration and hardware
+ * whose configuration has such features, from all its records. With nid
+ * ids: from those measurements alone, also configurations without
  * features (n = 0), so the caller can tell; ids absent from the store are
- * skipped, duplicates delivered once. */
+ * skipped, duplicates counted once. */
 int store_train_rows(tk_store *s, int64_t hardware_id, const char *kind, int version,
                      const int64_t *ids, int nid, store_train_cb cb, void *ctx);
 
