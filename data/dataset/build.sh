@@ -118,6 +118,15 @@ configs() {
 		awk -F'\t' 'NR > 1 { print $2 "\t" $3 }' | LC_ALL=C sort -u
 }
 
+# Measure on target $1 the task<TAB>config lines of $DB.todo, if any.
+measure_todo() {
+	if [ -s "$DB.todo" ]; then
+		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
+			"$TK" measure --db "$DB" --target "$1" -q $TIMING --config - > /dev/null
+	fi
+	rm -f "$DB.todo"
+}
+
 # unit PHASE TASK TARGET KEY: run what the unit still lacks.
 unit() {
 	phase=$1 task=$2 target=$3 hw=$(hw_id "$4")
@@ -138,20 +147,14 @@ unit() {
 		if [ -n "$hw" ]; then configs "$hw" "$task"; fi > "$DB.have"
 		LC_ALL=C comm -23 "$DB.want" "$DB.have" > "$DB.todo"
 		rm -f "$DB.want" "$DB.have"
-		[ -s "$DB.todo" ] || { rm -f "$DB.todo"; return 0; }
-		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
-			"$TK" measure --db "$DB" --target "$target" -q $TIMING --config - > /dev/null
-		rm -f "$DB.todo" ;;
+		measure_todo "$target" ;;
 	repeat)
 		[ -n "$hw" ] || return 0
 		"$TK" report --db "$DB" --format tsv --hardware "$hw" --task "$task" records |
 			awk -F'\t' -v r="$NRECORDS" '
 				NR > 1 { k = $2 "\t" $3; n[k]++; if ($5 == 1) v[k] = 1 }
 				END { for (k in n) if (v[k] && n[k] < r) print k }' | LC_ALL=C sort > "$DB.todo"
-		[ -s "$DB.todo" ] || { rm -f "$DB.todo"; return 0; }
-		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
-			"$TK" measure --db "$DB" --target "$target" -q $TIMING --config - > /dev/null
-		rm -f "$DB.todo" ;;
+		measure_todo "$target" ;;
 	guided)
 		want=$NGUIDED
 		args="--task $task --target $target -q $TIMING --trials $want --plan-size 16 --confirm 0"

@@ -262,14 +262,8 @@ static int step(walk *w, const sp_space *sp, const sc_prim *pr, float *o)
 		{
 			/* a loop not in the nest, or named twice: the nest
 			 * stays as it was */
-			int pos[SC_MAXLOOP], ok = 1;
-			for (int j = 0; j < pr->n && ok; j++) {
-				pos[j] = nest_pos(w, s, pr->order[j]);
-				ok = pos[j] >= 0;
-				for (int i = 0; i < j && ok; i++)
-					ok = pos[i] != pos[j];
-			}
-			if (ok)
+			int pos[SC_MAXLOOP];
+			if (!sc_nest_find(w->ord[s], w->nord[s], pr->order, pr->n, pos))
 				sc_nest_reorder(w->ord[s], pos, pr->order, pr->n);
 		}
 		break;

@@ -172,15 +172,11 @@ static void apply(lw *L, const te_stage *st, stage_state *ss, const sc_prim *pr)
 		return;
 	}
 	case SC_REORDER: {
-		int pos[SC_MAXLOOP];
-		for (int i = 0; i < pr->n; i++) {
-			pos[i] = order_pos(ss, pr->order[i]);
-			if (pos[i] < 0)
-				fail(L, "reorder of a loop that is not a leaf");
-			for (int j = 0; j < i; j++)
-				if (pos[j] == pos[i])
-					fail(L, "reorder names a loop twice");
-		}
+		int pos[SC_MAXLOOP], rc = sc_nest_find(ss->order, ss->norder, pr->order, pr->n, pos);
+		if (rc == -1)
+			fail(L, "reorder of a loop that is not a leaf");
+		if (rc == -2)
+			fail(L, "reorder names a loop twice");
 		sc_nest_reorder(ss->order, pos, pr->order, pr->n);
 		return;
 	}

@@ -322,6 +322,18 @@ int sc_nest_pos(const int *order, int n, int l)
 	return -1;
 }
 
+int sc_nest_find(const int *order, int n, const int *loops, int k, int *pos)
+{
+	for (int j = 0; j < k; j++) {
+		if ((pos[j] = sc_nest_pos(order, n, loops[j])) < 0)
+			return -1;
+		for (int i = 0; i < j; i++)
+			if (pos[i] == pos[j])
+				return -2;
+	}
+	return 0;
+}
+
 void sc_nest_split(int *order, int *n, int pos, int first, int nparts)
 {
 	memmove(&order[pos + nparts], &order[pos + 1], sizeof(int) * (size_t)(*n - pos - 1));

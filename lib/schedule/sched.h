@@ -91,6 +91,9 @@ int sc_nest_pos(const int *order, int n, int l);    /* -1 if l is not there */
 void sc_nest_split(int *order, int *n, int pos, int first, int nparts);
 /* the loops at pa and pb (lower.c: pb = pa + 1) become loop l, at pa */
 void sc_nest_fuse(int *order, int *n, int pa, int pb, int l);
+/* The positions pos[0..k) of loops[0..k): 0, -1 if a loop is not in the
+ * nest, -2 if two of them are the same loop (pos is then partial). */
+int sc_nest_find(const int *order, int n, const int *loops, int k, int *pos);
 /* loops[0..k) (distinct, at positions pos[0..k)) take those positions,
  * sorted, in the order listed: TVM's reorder */
 void sc_nest_reorder(int *order, const int *pos, const int *loops, int k);
