@@ -119,12 +119,15 @@ configs() {
 }
 
 # Measure on target $1 the task<TAB>config lines of $DB.todo, if any.
+# Its status is measure's: a unit whose measure fails stops the build.
 measure_todo() {
+	rc=0
 	if [ -s "$DB.todo" ]; then
 		{ printf 'task\tconfig\n'; cat "$DB.todo"; } |
-			"$TK" measure --db "$DB" --target "$1" -q $TIMING --config - > /dev/null
+			"$TK" measure --db "$DB" --target "$1" -q $TIMING --config - > /dev/null || rc=$?
 	fi
 	rm -f "$DB.todo"
+	return $rc
 }
 
 # unit PHASE TASK TARGET KEY: run what the unit still lacks.
