@@ -39,9 +39,13 @@ int store_run_method(tk_store *s, int64_t run_id, char **method);
 typedef int (*store_hwcount_cb)(void *ctx, int64_t hw_id, const char *hw_key, int64_t n);
 int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, void *ctx);
 
-/* The first (lowest id) measurement of (task key, config text) on
- * hardware hw_id; TK_ENOTFOUND when the configuration was never measured
- * there. The record is passed to cb as in store_meas_get. */
+/* The measurement that stands for (task key, config text) on hardware
+ * hw_id, what a replay of it returns: of a configuration timed more than
+ * once, its median valid record as store_best ranks it (the (n/2 + 1)-th
+ * fastest), or its first record when none is valid; TK_ENOTFOUND when it
+ * was never measured there. The record is passed to cb as in
+ * store_meas_get, with compile_s the largest of the configuration's
+ * records (a repeat timed from the kernel cache compiled nothing). */
 int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t hw_id,
                  store_rec_cb cb, void *ctx);
 

@@ -130,28 +130,58 @@ int store_task_hardware(tk_store *s, const char *task_key, store_hwcount_cb cb, 
 	return store_finalize(s, st, rc, 0);
 }
 
+/* store_lookup passes the chosen record with the configuration's
+ * largest compile time */
+typedef struct lookup_pass {
+	store_rec_cb cb;
+	void *ctx;
+	double compile_s;
+} lookup_pass;
+
+static int lookup_rec(void *p, const store_rec *r)
+{
+	lookup_pass *L = p;
+	store_rec rec = *r;
+	rec.compile_s = L->compile_s;
+	return L->cb(L->ctx, &rec);
+}
+
 int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t hw_id,
                  store_rec_cb cb, void *ctx)
 {
 	sqlite3_stmt *st;
 	int found;
 	int64_t id;
+	/* the median valid record as store_best ranks it (k = n/2 + 1 of n by
+	 * latency), else the first record */
 	int rc = store_prepare(s,
-		"SELECT m.id FROM measurement m JOIN config c ON c.id = m.config_id"
+		"WITH r AS (SELECT m.id, m.valid, m.compile_s, ROW_NUMBER() OVER"
+		" (PARTITION BY m.valid ORDER BY m.median, m.id) AS k,"
+		" COUNT(*) OVER (PARTITION BY m.valid) AS n"
+		" FROM measurement m JOIN config c ON c.id = m.config_id"
 		" JOIN task t ON t.id = c.task_id"
-		" WHERE t.key = ?1 AND c.text = ?2 AND m.hardware_id = ?3 ORDER BY m.id LIMIT 1", &st);
+		" WHERE t.key = ?1 AND c.text = ?2 AND m.hardware_id = ?3)"
+		" SELECT id, (SELECT MAX(COALESCE(compile_s, 0)) FROM r) FROM r"
+		" ORDER BY valid DESC, valid AND k = n / 2 + 1 DESC, id LIMIT 1", &st);
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, task_key);
 	store_bind_text(st, 2, config);
 	sqlite3_bind_int64(st, 3, hw_id);
-	rc = store_step_id(s, st, &id, &found);
-	sqlite3_finalize(st);
-	if (rc)
+	lookup_pass L = { cb, ctx, 0 };
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		found = 1;
+		id = sqlite3_column_int64(st, 0);
+		L.compile_s = sqlite3_column_double(st, 1);
+		rc = SQLITE_DONE;
+	} else {
+		found = 0;
+	}
+	if ((rc = store_finalize(s, st, rc, 0)))
 		return rc;
 	if (!found)
 		return TK_ENOTFOUND;
-	return store_meas_get(s, id, cb, ctx);
+	return store_meas_get(s, id, lookup_rec, &L);
 }
 
 int store_task_configs(tk_store *s, const char *task_key, int64_t hw_id, store_text_cb cb,

@@ -482,8 +482,8 @@ TEST(test_roundtrip)
 	store_close(s);
 }
 
-/* store_best ranks a configuration by its median record, so that one
- * lucky timing does not make it best: X at 1, 9 and 9 ms (median 9) loses
+/* store_best and store_lookup take a configuration's median record, so
+ * that one lucky timing does not make it best: X at 1, 9 and 9 ms (median 9) loses
  * to Y, measured once at 5; Z at 3 and 4.5 (the slower middle one of an
  * even count) beats Y until three more records of 6, 7 and 8 move its
  * median to 6. */
@@ -504,7 +504,7 @@ TEST(test_best_is_median)
 	CHECK_EQ_INT(store_config_get(s, t, 1, "y", "y\n", &y), TK_OK);
 	CHECK_EQ_INT(store_config_get(s, t, 2, "z", "z\n", &z), TK_OK);
 	add_meas(s, x, hw, run, 0, 1, 1e-3, NULL, 0);
-	add_meas(s, x, hw, run, 1, 1, 9e-3, NULL, 0);
+	int64_t mx = add_meas(s, x, hw, run, 1, 1, 9e-3, NULL, 0);
 	add_meas(s, x, hw, run, 2, 1, 9e-3, NULL, 0);
 	int64_t my = add_meas(s, y, hw, run, 3, 1, 5e-3, NULL, 0);
 	add_meas(s, z, hw, run, 4, 1, 3e-3, NULL, 0);
@@ -519,6 +519,33 @@ TEST(test_best_is_median)
 	CHECK_EQ_INT(store_best(s, hw, recs_cb, &q), TK_OK);
 	CHECK_EQ_INT(q.n, 1);
 	CHECK_EQ_INT(q.r[0].id, my);
+
+	/* A replay returns the same record, its compile time the largest of
+	 * the configuration's (repeats from the kernel cache compiled
+	 * nothing); invalid records count only where none is valid. */
+	int64_t w;
+	CHECK_EQ_INT(store_config_get(s, t, 3, "w", "w\n", &w), TK_OK);
+	int64_t mw = add_meas(s, w, hw, run, 9, 0, 0, NULL, 0);
+	add_meas(s, w, hw, run, 10, 0, 0, NULL, 0);
+	add_meas(s, x, hw, run, 11, 0, 0, NULL, 0);
+	CHECK_EQ_INT(sqlite3_exec(store_db(s), "UPDATE measurement SET compile_s = 0"
+	                          " WHERE trial != 0; UPDATE measurement SET compile_s = 2"
+	                          " WHERE trial = 0", NULL, NULL, NULL), SQLITE_OK);
+	struct { const char *config; int64_t id; double compile_s; } want[] = {
+		{ "x", mx, 2 }, { "y", my, 0 }, { "z", 0, 0 }, { "w", mw, 0 },
+	};
+	for (int i = 0; i < 4; i++) {
+		memset(&q, 0, sizeof q);
+		CHECK_EQ_INT(store_lookup(s, "dense:k=8,m=8,n=8", want[i].config, hw, recs_cb, &q),
+		             TK_OK);
+		CHECK_EQ_INT(q.n, 1);
+		if (want[i].id)
+			CHECK_EQ_INT(q.r[0].id, want[i].id);
+		else
+			CHECK(q.r[0].median == 6e-3);
+		CHECK(q.r[0].compile_s == want[i].compile_s);
+	}
+	CHECK_EQ_INT(store_lookup(s, "dense:k=8,m=8,n=8", "v", hw, recs_cb, &q), TK_ENOTFOUND);
 	store_close(s);
 }
 
