@@ -110,6 +110,51 @@ model() {
 			printf "\n" }'
 }
 
+# The noise ceiling: how a model would score that knew one more timing of
+# every held-out program. Over the programs with 3+ valid records on the
+# target, the first record's latency ranks, the median of the others is the
+# label; top-1 and top-5 as above. Two timings of one kernel differ (other
+# load on the host), so even this oracle is under 1.
+one_record() {
+	for n in $HOLDOUT; do
+		grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2 | sed "s/^/$n	/"
+	done >"$DIR/holdout-tasks.tsv"
+	q "SELECT t.key, m.config_id, m.median FROM measurement m JOIN config c ON c.id = m.config_id
+		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $TARGET AND m.valid = 1
+		ORDER BY m.id" | awk -F'|' -v nets="$HOLDOUT" '
+		FILENAME ~ /holdout-tasks/ { split($0, f, "\t"); w[f[1], f[2]]++; held[f[2]] = 1; next }
+		held[$1] { c = $2; task[c] = $1; lat[c, ++n[c]] = $3 }
+		# top-k of the programs P[1..np] of one task, ranked by pred, scored by truth
+		function topk(k,   i, j, x, b, bk) {
+			for (i = 1; i <= np; i++) for (j = i + 1; j <= np; j++)
+				if (pred[P[j]] < pred[P[i]]) { x = P[i]; P[i] = P[j]; P[j] = x }
+			for (i = 1; i <= np; i++) if (i == 1 || truth[P[i]] < b) b = truth[P[i]]
+			for (i = 1; i <= k && i <= np; i++) if (i == 1 || truth[P[i]] < bk) bk = truth[P[i]]
+			return b / bk
+		}
+		END {
+			for (c in n) {
+				if (n[c] < 3) continue
+				pred[c] = lat[c, 1]; delete v; k = 0
+				for (i = 2; i <= n[c]; i++) v[++k] = lat[c, i]
+				for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
+				truth[c] = k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+				prog[task[c]] = prog[task[c]] " " c; rows++
+			}
+			nn = split(nets, net, " ")
+			for (t in prog) {
+				np = split(prog[t], P, " "); t1 = topk(1); t5 = topk(5); ntask++
+				for (i = 1; i <= nn; i++) { x = w[net[i], t]; W += x; A1 += x * t1; A5 += x * t5
+					nw[i] += x; n1[i] += x * t1; n5[i] += x * t5 }
+			}
+			if (!ntask) exit
+			printf "%-18s %7s %7d %6d %7.4f %-15s %7.4f %-15s %8s %8s", "one-record", "-", rows,
+				ntask, A1 / W, "", A5 / W, "", "-", "-"
+			for (i = 1; i <= nn; i++) printf " %5.3f/%5.3f", nw[i] ? n1[i] / nw[i] : 0, nw[i] ? n5[i] / nw[i] : 0
+			printf "\n"
+		}' "$DIR/holdout-tasks.tsv" -
+}
+
 if [ "${TLP_MODELS:-1}" = 1 ] || [ ! -e "$DIR/tlp.model" ]; then
 printf '\nmeans over %s seeds (range); then top-1/top-5 of each held-out network alone\n' "$NSEED"
 printf '%-18s %7s %7s %6s %7s %-15s %7s %-15s %8s %8s' model train held tasks top1 '' top5 '' mse_d train_s
@@ -127,6 +172,7 @@ if [ -n "$TLP_AUX_NEAR" ]; then
 		--aux-hw "$TLP_AUX_NEAR" --target-fraction "$FRAC"
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
+one_record
 fi
 
 # 2. Search on the held-out tasks' pools (of at least TLP_POOL_MIN records),
