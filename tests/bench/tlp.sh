@@ -13,6 +13,8 @@
 #                             nearest (TLP_AUX_NEAR: the same CPU's next
 #                             narrower ISA, else the same ISA on another CPU)
 #      tlp@F                  TLP on that share alone
+#      one-record             no model: one more timing of each held-out
+#                             program, the ceiling label noise leaves
 #    The xgb rows stop early on the holdout (tunekit train's way): an edge
 #    the neural rows, which train a fixed number of epochs, do not get.
 # 2. Search on the measured pools (replay): for each held-out task, tune
