@@ -1042,18 +1042,17 @@ int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx)
 	int rc;
 
 	assert(s && cb);
-	/* per configuration its median record (k = n/2 + 1 of n, by latency),
-	 * then per task the configuration whose median record is fastest */
+	/* per configuration its median record, then per task the
+	 * configuration whose median record is fastest */
 	rc = store_prepare(s,
-		"WITH r AS (SELECT " REC_COLUMNS ", ROW_NUMBER() OVER"
-		" (PARTITION BY m.config_id, m.hardware_id ORDER BY m.median, m.id) AS k,"
-		" COUNT(*) OVER (PARTITION BY m.config_id, m.hardware_id) AS n"
+		"WITH r AS (SELECT " REC_COLUMNS ","
+		STORE_MEDIAN_RANK("m.config_id, m.hardware_id")
 		REC_FROM
 		" WHERE m.valid AND m.median IS NOT NULL"
 		" AND (?1 = 0 OR m.hardware_id = ?1)),"
 		" ranked AS (SELECT *, ROW_NUMBER() OVER"
 		" (PARTITION BY task_id, hardware_id ORDER BY median, id) AS rn"
-		" FROM r WHERE k = n / 2 + 1)"
+		" FROM r WHERE" STORE_IS_MEDIAN ")"
 		" SELECT * FROM ranked WHERE rn = 1 ORDER BY task_key, hw_key", &st);
 	if (rc)
 		return rc;

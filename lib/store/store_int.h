@@ -54,6 +54,16 @@ int store_step_text(tk_store *s, sqlite3_stmt *st, char **text, int *found);
 int store_exec_sql(tk_store *s, const char *zSql);
 /* A query returning one integer. */
 int store_query_int(tk_store *s, const char *zSql, int64_t *out);
+/* A configuration's median record, one rule for store_best and
+ * store_lookup: select STORE_MEDIAN_RANK(PART) with the columns of
+ * measurement m to number each PART's records k of n by latency (ties by
+ * id); the median is the row where STORE_IS_MEDIAN holds, the (n/2 + 1)-th
+ * fastest (the slower middle one of an even count). */
+#define STORE_MEDIAN_RANK(PART) \
+	" ROW_NUMBER() OVER (PARTITION BY " PART " ORDER BY m.median, m.id) AS k," \
+	" COUNT(*) OVER (PARTITION BY " PART ") AS n"
+#define STORE_IS_MEDIAN " k = n / 2 + 1"
+
 /* Bind text (NULL binds NULL) or an id (0 binds NULL), SQLITE_STATIC. */
 void store_bind_text(sqlite3_stmt *st, int i, const char *z);
 void store_bind_id(sqlite3_stmt *st, int i, int64_t id);

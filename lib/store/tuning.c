@@ -152,17 +152,14 @@ int store_lookup(tk_store *s, const char *task_key, const char *config, int64_t 
 	sqlite3_stmt *st;
 	int found;
 	int64_t id;
-	/* the median valid record as store_best ranks it (k = n/2 + 1 of n by
-	 * latency), else the first record */
+	/* the median valid record, else the first record */
 	int rc = store_prepare(s,
-		"WITH r AS (SELECT m.id, m.valid, m.compile_s, ROW_NUMBER() OVER"
-		" (PARTITION BY m.valid ORDER BY m.median, m.id) AS k,"
-		" COUNT(*) OVER (PARTITION BY m.valid) AS n"
+		"WITH r AS (SELECT m.id, m.valid, m.compile_s," STORE_MEDIAN_RANK("m.valid")
 		" FROM measurement m JOIN config c ON c.id = m.config_id"
 		" JOIN task t ON t.id = c.task_id"
 		" WHERE t.key = ?1 AND c.text = ?2 AND m.hardware_id = ?3)"
 		" SELECT id, (SELECT MAX(COALESCE(compile_s, 0)) FROM r) FROM r"
-		" ORDER BY valid DESC, valid AND k = n / 2 + 1 DESC, id LIMIT 1", &st);
+		" ORDER BY valid DESC, valid AND" STORE_IS_MEDIAN " DESC, id LIMIT 1", &st);
 	if (rc)
 		return rc;
 	store_bind_text(st, 1, task_key);

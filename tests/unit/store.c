@@ -483,10 +483,10 @@ TEST(test_roundtrip)
 }
 
 /* store_best and store_lookup take a configuration's median record, so
- * that one lucky timing does not make it best: X at 1, 9 and 9 ms (median 9) loses
- * to Y, measured once at 5; Z at 3 and 4.5 (the slower middle one of an
- * even count) beats Y until three more records of 6, 7 and 8 move its
- * median to 6. */
+ * that one lucky timing does not make it best: X at 1, 9 and 9 ms (median
+ * 9) loses to Y, measured once at 5; Z at 3 and 4.5 (the slower middle one
+ * of an even count) beats Y until three more records of 6, 7 and 8 move
+ * its median to 6. */
 TEST(test_best_is_median)
 {
 	tk_store *s = NULL;
