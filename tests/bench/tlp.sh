@@ -74,6 +74,10 @@ if [ -z "${TLP_AUX_NEAR:-}" ]; then
 fi
 hold=""
 for n in $HOLDOUT; do hold="$hold --holdout-network $n"; done
+# network<TAB>task, a line per occurrence of a task in a held-out network
+for n in $HOLDOUT; do
+	grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2 | sed "s/^/$n	/"
+done >"$DIR/holdout-tasks.tsv"
 echo "target hardware $TARGET: $(q "SELECT key FROM hardware WHERE id = $TARGET")" >&2
 echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}" >&2
 
@@ -118,18 +122,13 @@ model() {
 # label; top-1 and top-5 as above. Two timings of one kernel differ (other
 # load on the host), so even this oracle is under 1.
 one_record() {
-	for n in $HOLDOUT; do
-		grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2 | sed "s/^/$n	/"
-	done >"$DIR/holdout-tasks.tsv"
 	q "SELECT t.key, m.config_id, m.median FROM measurement m JOIN config c ON c.id = m.config_id
 		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $TARGET AND m.valid = 1
 		ORDER BY m.id" | awk -F'|' -v nets="$HOLDOUT" '
 		FILENAME ~ /holdout-tasks/ { split($0, f, "\t"); w[f[1], f[2]]++; held[f[2]] = 1; next }
 		held[$1] { c = $2; task[c] = $1; lat[c, ++n[c]] = $3 }
-		# top-k of the programs P[1..np] of one task, ranked by pred, scored by truth
-		function topk(k,   i, j, x, b, bk) {
-			for (i = 1; i <= np; i++) for (j = i + 1; j <= np; j++)
-				if (pred[P[j]] < pred[P[i]]) { x = P[i]; P[i] = P[j]; P[j] = x }
+		# top-k of the programs P[1..np] of one task, sorted by pred, scored by truth
+		function topk(k,   i, b, bk) {
 			for (i = 1; i <= np; i++) if (i == 1 || truth[P[i]] < b) b = truth[P[i]]
 			for (i = 1; i <= k && i <= np; i++) if (i == 1 || truth[P[i]] < bk) bk = truth[P[i]]
 			return b / bk
@@ -145,7 +144,10 @@ one_record() {
 			}
 			nn = split(nets, net, " ")
 			for (t in prog) {
-				np = split(prog[t], P, " "); t1 = topk(1); t5 = topk(5); ntask++
+				np = split(prog[t], P, " ")
+				for (i = 1; i <= np; i++) for (j = i + 1; j <= np; j++)
+					if (pred[P[j]] < pred[P[i]]) { x = P[i]; P[i] = P[j]; P[j] = x }
+				t1 = topk(1); t5 = topk(5); ntask++
 				for (i = 1; i <= nn; i++) { x = w[net[i], t]; W += x; A1 += x * t1; A5 += x * t5
 					nw[i] += x; n1[i] += x * t1; n5[i] += x * t5 }
 			}
@@ -184,9 +186,7 @@ printf '\nreplayed search on the held-out pools (target hardware %s), %s seeds\n
 printf '%-48s %5s %-8s %9s %9s\n' task pool method trials95 seconds95
 RDB=$DIR/replay-runs.db
 rm -f "$RDB" "$RDB-wal" "$RDB-shm"
-for n in $HOLDOUT; do
-	grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2
-done | awk '!seen[$0]++' | while read -r task; do
+cut -f2 "$DIR/holdout-tasks.tsv" | awk '!seen[$0]++' | while read -r task; do
 	pool=$(q "SELECT COUNT(DISTINCT m.config_id) FROM measurement m JOIN config c ON c.id = m.config_id
 		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $TARGET AND t.key = '$task'")
 	[ "$pool" -ge "${TLP_POOL_MIN:-48}" ] || continue
