@@ -20,6 +20,7 @@
 static const char *const usage[] = {
 	"tunekit train [--model NAME] [--objective rank|reg|validity] [--feature itervar|knob|curve|tlp|graph|hidden]\n"
 	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
+	"              [--valid-task TASK... | --valid-network NAME...]\n"
 	"              [--aux-hw ID... [--target-fraction F]] [--rounds N] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
 	"(default: the one with the most records that have features) whose configurations\n"
@@ -27,7 +28,10 @@ static const char *const usage[] = {
 	"records of the record stream on standard input (its id column). Labels are\n"
 	"throughputs normalised per task. Holds out whole tasks (--holdout, --holdout-task)\n"
 	"to stop early on and to measure the model; --holdout-network holds out a network's\n"
-	"tasks and weights them by their occurrences. A multi-head model (mtl-tlp) also\n"
+	"tasks and weights them by their occurrences. With validation tasks (--valid-task,\n"
+	"--valid-network) it stops early on those instead, then fits again on the training\n"
+	"and validation tasks with the rounds (epochs) they chose: the holdout is only\n"
+	"measured. A multi-head model (mtl-tlp) also\n"
 	"learns from the records of auxiliary hardware (--aux-hw), one head each, and\n"
 	"predicts for the target; --target-fraction keeps only that share of the target's\n"
 	"training records. Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
@@ -42,7 +46,7 @@ static struct {
 	const char *model, *objective, *feature, *out, *format, *tree_method, *predictions;
 	int64_t hardware, rounds;
 	double holdout, target_fraction;
-	opt_list holdout_task, holdout_network, aux_hw;
+	opt_list holdout_task, holdout_network, valid_task, valid_network, aux_hw;
 } o;
 
 static const opt options[] = {
@@ -53,6 +57,8 @@ static const opt options[] = {
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
 	{ OPT_LIST, "holdout-network", 0, &o.holdout_network, "NAME", "hold out the tasks of this network (repeatable)" },
+	{ OPT_LIST, "valid-task", 0, &o.valid_task, "TASK", "stop early on this task, then train on it too (repeatable)" },
+	{ OPT_LIST, "valid-network", 0, &o.valid_network, "NAME", "the same with the tasks of this network (repeatable)" },
 	{ OPT_LIST, "aux-hw", 0, &o.aux_hw, "ID", "multi-head models: also learn from this hardware (repeatable, or ID,ID)" },
 	{ OPT_DOUBLE, "target-fraction", 0, &o.target_fraction, "F", "train on this share of the target's records (0 to 1)" },
 	{ OPT_INT, "rounds", 0, &o.rounds, "N", "boosting rounds at most (default 8000 with a holdout, else 200)" },
@@ -131,7 +137,7 @@ static int network_rows(tk_ctx *ctx, table *tb, int fmt, const tr_set *ts, const
 static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int from_stdin,
                         const char *kname, int by_rows, int nhold)
 {
-	int d = 0, nheld = by_rows, n0 = 0, t0 = 0, naux = 0;
+	int d = 0, nheld = by_rows, n0 = 0, t0 = 0, naux = 0, nval = 0, tval = 0;
 	if (ctx->common.quiet)
 		return;
 	for (int i = 0; i < ts->n; i++)
@@ -142,6 +148,8 @@ static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int
 		n0 += tk->head ? 0 : tk->n;
 		t0 += !tk->head;
 		naux += tk->head && !tk->holdout ? tk->n : 0; /* a held-out task is left out on every head */
+		nval += tk->valid && !tk->holdout && !tk->head ? tk->n : 0;
+		tval += tk->valid && !tk->holdout && !tk->head;
 	}
 	if (src->chosen && src->ncand > 1 && from_stdin)
 		fprintf(stderr, "%s: the records are of %d hardware targets; training on hardware %lld,"
@@ -166,6 +174,9 @@ static void tell_source(tk_ctx *ctx, const tr_set *ts, const tr_source *src, int
 	if (nhold > 0)
 		fprintf(stderr, "; holding out %d records of %d task%s", nhold, nheld,
 		        nheld == 1 ? "" : "s");
+	if (nval > 0)
+		fprintf(stderr, "; stopping early on %d records of %d validation task%s", nval, tval,
+		        tval == 1 ? "" : "s");
 	fputc('\n', stderr);
 	if (o.holdout_task.n == 0 && nhold > 0 && !by_rows)
 		for (int t = 0; t < ts->ntask; t++)
@@ -204,14 +215,15 @@ static int parse_aux(tk_ctx *ctx, int64_t **aux, int *naux)
 	return EXIT_OK;
 }
 
-static int held_networks(tk_ctx *ctx, net_list *nets)
+/* The networks named in names, loaded into nets. */
+static int load_networks(tk_ctx *ctx, const opt_list *names, net_list *nets)
 {
-	if (!o.holdout_network.n)
+	if (!names->n)
 		return EXIT_OK;
-	if (!(nets->v = calloc((size_t)o.holdout_network.n, sizeof *nets->v)))
+	if (!(nets->v = calloc((size_t)names->n, sizeof *nets->v)))
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
-	for (int i = 0; i < o.holdout_network.n; i++) {
-		int rc = net_load(o.holdout_network.v[i], &nets->v[i]);
+	for (int i = 0; i < names->n; i++) {
+		int rc = net_load(names->v[i], &nets->v[i]);
 		if (rc)
 			return tk_fail(ctx, rc == TK_ENOTFOUND ? TK_EINVAL : rc, NULL);
 		nets->n++;
@@ -219,10 +231,10 @@ static int held_networks(tk_ctx *ctx, net_list *nets)
 	return EXIT_OK;
 }
 
-/* The held-out networks' tasks that have records of the target (so
- * names, malloc'd array of borrowed strings), and each such task's weight:
+/* The networks' tasks that have records of the target (so names, malloc'd
+ * array of borrowed strings); with weigh, each such task's weight grows by
  * its occurrences in the networks. NULL on out of memory. */
-static const char **network_tasks(tr_set *ts, const net_list *nets, int *n)
+static const char **network_tasks(tr_set *ts, const net_list *nets, int weigh, int *n)
 {
 	int cap = 0;
 	for (int i = 0; i < nets->n; i++)
@@ -237,13 +249,20 @@ static const char **network_tasks(tr_set *ts, const net_list *nets, int *n)
 			int found = 0;
 			for (int t = 0; t < ts->ntask; t++)
 				if (!strcmp(ts->tasks[t].key, nt->task)) {
-					ts->tasks[t].weight += nt->weight;
+					ts->tasks[t].weight += weigh ? nt->weight : 0;
 					found |= !ts->tasks[t].head; /* the target has records of it */
 				}
 			if (found)
 				v[(*n)++] = nt->task;
 		}
 	return v;
+}
+
+static void free_networks(net_list *nets)
+{
+	for (int i = 0; i < nets->n; i++)
+		net_free(nets->v[i]);
+	free(nets->v);
 }
 
 int cmd_train(int argc, char **argv, tk_ctx *ctx)
@@ -258,8 +277,8 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	int nid = 0, rc, feat, from_stdin = 0, status = EXIT_OK, nhold = 0, by_rows = 0;
 	int64_t *aux = NULL;
 	int naux = 0, nkept = 0;
-	net_list nets = { 0 };
-	const char **so_tasks_owned = NULL;
+	net_list nets = { 0 }, vnets = { 0 };
+	const char **so_tasks_owned = NULL, **so_valid_owned = NULL;
 
 	memset(&ts, 0, sizeof ts);
 	memset(&f, 0, sizeof f);
@@ -322,7 +341,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		status = tk_fail(ctx, TK_EINVAL, "--aux-hw takes the store's records, not a stream");
 		goto out;
 	}
-	if ((status = held_networks(ctx, &nets)))
+	if (o.valid_task.n && o.valid_network.n)
+		return tk_fail(ctx, TK_EINVAL, "give one of --valid-task and --valid-network");
+	if ((status = load_networks(ctx, &o.holdout_network, &nets)) ||
+	    (status = load_networks(ctx, &o.valid_network, &vnets)))
 		goto out;
 	if (o.rounds < 0 || o.rounds > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
@@ -338,15 +360,23 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		status = tk_fail(ctx, rc, NULL);
 		goto out;
 	}
-	tr_split_opts so = { o.holdout, o.holdout_task.v, o.holdout_task.n, (uint64_t)ctx->common.seed };
+	tr_split_opts so = { o.holdout, o.holdout_task.v, o.holdout_task.n, (uint64_t)ctx->common.seed,
+	                     o.valid_task.v, o.valid_task.n };
 	if (nets.n)
-		so.tasks = so_tasks_owned = network_tasks(&ts, &nets, &so.ntasks);
-	if (!(hold = malloc((size_t)ts.n)) || (nets.n && !so_tasks_owned)) {
+		so.tasks = so_tasks_owned = network_tasks(&ts, &nets, 1, &so.ntasks);
+	if (vnets.n)
+		so.valid = so_valid_owned = network_tasks(&ts, &vnets, 0, &so.nvalid);
+	if (!(hold = malloc((size_t)ts.n)) || (nets.n && !so_tasks_owned) ||
+	    (vnets.n && !so_valid_owned)) {
 		status = tk_fail(ctx, TK_ENOMEM, "out of memory");
 		goto out;
 	}
 	if (nets.n && so.ntasks == 0) {
 		status = tk_fail(ctx, TK_EINVAL, "no records of the held-out networks' tasks");
+		goto out;
+	}
+	if (vnets.n && so.nvalid == 0) {
+		status = tk_fail(ctx, TK_EINVAL, "no records of the validation networks' tasks");
 		goto out;
 	}
 	if ((rc = tr_split(&ts, &so, hold, &nhold, &by_rows))) {
@@ -402,10 +432,14 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	}
 	if (p.validity) {
 		class_row(tb, fmt, "train", &f.ctrain);
+		if (f.valid.n > 0)
+			class_row(tb, fmt, "valid", &f.cvalid);
 		if (f.hold.n > 0)
 			class_row(tb, fmt, "holdout", &f.chold);
 	} else {
 		metrics_row(tb, fmt, "train", &f.mtrain);
+		if (f.valid.n > 0)
+			metrics_row(tb, fmt, "valid", &f.mvalid);
 		if (f.hold.n > 0)
 			metrics_row(tb, fmt, "holdout", &f.mhold);
 		if (f.hold.n > 0 && nets.n > 1 &&
@@ -420,9 +454,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		memset(&mm, 0, sizeof mm);
 		cm_describe(f.m, &mm);
 		const char *obj = mf_get(&mm, "objective"), *rounds = mf_get(&mm, "rounds");
-		fprintf(stderr, "%s: %s%s%s%s%s in %.1f s; wrote %s (store model %lld)\n", ctx->prog,
-		        kind->name, obj ? " " : "", obj ? obj : "", rounds ? ", rounds " : "",
-		        rounds ? rounds : "", f.seconds, o.out, (long long)model_id);
+		const char *chosen = rounds && f.valid.n > 0 ? " (chosen on the validation tasks)" : "";
+		fprintf(stderr, "%s: %s%s%s%s%s%s in %.1f s; wrote %s (store model %lld)\n",
+		        ctx->prog, kind->name, obj ? " " : "", obj ? obj : "", rounds ? ", rounds " : "",
+		        rounds ? rounds : "", chosen, f.seconds, o.out, (long long)model_id);
 	}
 out:
 	tr_fit_free(&f);
@@ -433,9 +468,11 @@ out:
 	free(o.holdout_network.v);
 	free(o.aux_hw.v);
 	free(aux);
+	free(o.valid_task.v);
+	free(o.valid_network.v);
 	free(so_tasks_owned);
-	for (int i = 0; i < nets.n; i++)
-		net_free(nets.v[i]);
-	free(nets.v);
+	free(so_valid_owned);
+	free_networks(&nets);
+	free_networks(&vnets);
 	return status;
 }

@@ -141,6 +141,38 @@ test_expect_success 'several held-out networks: a row of each alone, weighted by
 	test_rows nout1 2
 '
 
+test_expect_success '--valid-task stops early on a task, then trains on it with the rounds it chose' '
+	tunekit train --feature knob --holdout-task $T3 --valid-task $T2 --out v.model \
+		--predictions v.tsv >vout 2>err &&
+	test_rows vout 3 &&
+	test "$(tsv_col vout set 2)" = train && test "$(tsv_col vout rows 2)" -eq 24 &&
+	test "$(tsv_col vout set 3)" = valid && test "$(tsv_col vout rows 3)" -eq 12 &&
+	test "$(tsv_col vout tasks 3)" -eq 1 &&
+	test "$(tsv_col vout set 4)" = holdout && test "$(tsv_col vout rows 4)" -eq 12 &&
+	grep -q "stopping early on 12 records of 1 validation task" err &&
+	grep -q "(chosen on the validation tasks)" err &&
+	grep -a -q "^n_valid 12$" v.model && grep -a -q "^n_train 24$" v.model &&
+	grep -a -q "^valid_top1 " v.model &&
+	r=$(grep -a "^rounds " v.model | cut -d" " -f2) && test "$r" -ge 1 &&
+	# the model is the fit of the training and validation tasks at r rounds
+	awk -F"\t" -v a=dense:k=16,m=16,n=16 -v b=dense:k=32,m=24,n=8 "NR == 1 || \$4 == a || \$4 == b" m.tsv |
+		tunekit train -q --feature knob --rounds "$r" --out w.model --predictions w.tsv - >/dev/null &&
+	awk -F"\t" "\$3 == \"train\" { print \$1, \$6 }" v.tsv | sort >vp &&
+	awk -F"\t" "\$3 == \"train\" { print \$1, \$6 }" w.tsv | sort >wp &&
+	test "$(wc -l <vp)" -eq 24 && test_cmp vp wp &&
+	tunekit train -q --model tlp --feature knob --rounds 4 --holdout-task $T3 --valid-task $T2 \
+		--out tv.model >tvout &&
+	test "$(tsv_col tvout set 3)" = valid &&
+	r=$(grep -a "^rounds " tv.model | cut -d" " -f2) && test "$r" -ge 1 && test "$r" -le 4 &&
+	test_expect_code 2 tunekit train --feature knob --valid-task dense:m=1,n=1,k=1 2>err &&
+	grep -q "validation task dense:m=1,n=1,k=1: no records" err &&
+	test_expect_code 2 tunekit train --feature knob --valid-task $T1 --valid-network ./neta.tsv 2>err &&
+	grep -q "give one of --valid-task and --valid-network" err &&
+	test_expect_code 2 tunekit train --feature knob --holdout-task $T1 --valid-task $T2 \
+		--valid-task $T3 2>err &&
+	grep -q "every task is held out or validates" err
+'
+
 test_expect_success '--predictions to a file that cannot be written: exit 1, no model saved' '
 	n=$(sql "SELECT COUNT(*) FROM model") &&
 	test_expect_code 1 tunekit train -q --feature knob --holdout 0.34 --out p2.model \

@@ -264,3 +264,64 @@ int cm_metrics_classify(int n, const float *y, const float *p, cm_class_metrics 
 	free(s);
 	return TK_OK;
 }
+
+/* ---- NDCG ------------------------------------------------------------------------ */
+
+typedef struct ndcg_item {
+	float p, y;
+} ndcg_item;
+
+/* Descending prediction; among equal predictions the lowest label first. */
+static int ndcg_cmp(const void *a, const void *b)
+{
+	const ndcg_item *x = a, *y = b;
+	if (x->p != y->p)
+		return x->p > y->p ? -1 : 1;
+	return (x->y > y->y) - (x->y < y->y);
+}
+
+static int desc_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x < y) - (x > y);
+}
+
+size_t cm_ndcg_work(int n)
+{
+	return (size_t)(n > 0 ? n : 1) * (sizeof(ndcg_item) + sizeof(float));
+}
+
+double cm_ndcg(int n, const float *y, const float *p, int ngroup, const unsigned *group,
+               void *work)
+{
+	unsigned one = (unsigned)n;
+	ndcg_item *tmp = work;
+	float *gain = (float *)(tmp + (n > 0 ? n : 1));
+	int base = 0, nscored = 0;
+	double total = 0;
+	if (ngroup <= 0) {
+		group = &one;
+		ngroup = 1;
+	}
+	for (int g = 0; g < ngroup; base += (int)group[g], g++) {
+		int m = (int)group[g];
+		double dcg = 0, ideal = 0;
+		for (int i = 0; i < m; i++) {
+			tmp[i].p = p[base + i];
+			tmp[i].y = y[base + i];
+			gain[i] = y[base + i];
+		}
+		qsort(tmp, (size_t)m, sizeof *tmp, ndcg_cmp);
+		qsort(gain, (size_t)m, sizeof *gain, desc_float);
+		for (int i = 0; i < m; i++) {
+			double disc = 1.0 / log2(i + 2.0);
+			dcg += tmp[i].y * disc;
+			ideal += gain[i] * disc;
+		}
+		if (ideal > 0) {
+			total += dcg / ideal;
+			nscored++;
+		}
+	}
+	return nscored ? total / nscored : 0;
+}

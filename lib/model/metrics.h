@@ -7,6 +7,7 @@
 #ifndef TK_METRICS_H
 #define TK_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct cm_metrics {
@@ -26,6 +27,15 @@ typedef struct cm_metrics {
  * and taken from the first row of each task. TK_ENOMEM or TK_OK. */
 int cm_metrics_compute(int n, const int64_t *task, const float *y, const double *lat,
                        const float *p, const double *weight, cm_metrics *out);
+
+/* Mean NDCG with linear gains (the label) over the groups of n rows
+ * (sizes group[ngroup]; ngroup 0: one group) that have a positive label,
+ * rows ranked by p descending (equal p: the lowest label first); 0 when no
+ * group has one. Larger is better: early stopping's validation score.
+ * work: cm_ndcg_work(n) bytes. */
+size_t cm_ndcg_work(int n);
+double cm_ndcg(int n, const float *y, const float *p, int ngroup, const unsigned *group,
+               void *work);
 
 /* How good a validity classifier (ML2Tuner's model V) is: rows with
  * y > 0 are valid (positive), p is the predicted probability of valid,

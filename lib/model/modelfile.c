@@ -95,10 +95,12 @@ int mf_encode(const mf_meta *m, const void *payload, size_t len, void **buf, siz
 	return TK_OK;
 }
 
-/* Keys whose values must parse as integers; created, train_* and holdout_*
- * must be numbers ("nan" for a metric that had nothing to measure). */
+/* Keys whose values must parse as integers; created, train_*, holdout_*
+ * and valid_* must be numbers ("nan" for a metric that had nothing to
+ * measure). */
 static const char *const int_keys[] = {
-	"feature_version", "feature_length", "hardware_id", "n_train", "n_holdout", "rounds", "seed",
+	"feature_version", "feature_length", "hardware_id", "n_train", "n_holdout", "n_valid",
+	"rounds", "seed",
 };
 
 static int value_ok(const char *key, const char *val)
@@ -108,7 +110,8 @@ static int value_ok(const char *key, const char *val)
 	for (int k = 0; k < ArraySize(int_keys); k++)
 		if (!strcmp(key, int_keys[k]))
 			return tk_parse_i64(val, &i) == TK_OK;
-	if (!strcmp(key, "created") || !strncmp(key, "train_", 6) || !strncmp(key, "holdout_", 8))
+	if (!strcmp(key, "created") || !strncmp(key, "train_", 6) || !strncmp(key, "holdout_", 8) ||
+	    !strncmp(key, "valid_", 6))
 		return !strcmp(val, "nan") || tk_parse_f64(val, &d) == TK_OK;
 	return 1;
 }

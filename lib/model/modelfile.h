@@ -31,7 +31,7 @@
 
 #include <stddef.h>
 
-#define MF_MAXKEY 32
+#define MF_MAXKEY 48
 
 typedef struct mf_meta {
 	int n;

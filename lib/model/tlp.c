@@ -26,11 +26,13 @@
  * normalised per task, 0 for invalid rows); the loss is lambdarank (rank,
  * the default) or MSE, over groups of at most TLP_CHUNK rows of one task
  * and head drawn afresh each epoch. AdamW with a linear warm-up and a
- * cosine decay, gradients clipped to norm 1. The model trains a fixed
- * number of epochs (rounds; by default TLP_EPOCHS, or more on small data,
- * to take at least TLP_MINSTEPS steps): a validation set is not
- * used to choose the epoch, so held-out tasks stay unseen. Deterministic
- * given the seed, up to OpenBLAS's summation order.
+ * cosine decay, gradients clipped to norm 1. The model trains a number of
+ * epochs (rounds; by default TLP_EPOCHS, or more on small data, to take at
+ * least TLP_MINSTEPS steps); given validation rows (cm_fit's valid) and
+ * early_stop, it keeps the epoch that ranked them best (cm_ndcg, as xgb
+ * stops) and says so as its "rounds", which `tunekit train` uses to fit
+ * again on the training and validation rows together. Deterministic given
+ * the seed, up to OpenBLAS's summation order.
  *
  * An update (the tuner's refit after a plan) fine-tunes the network it has
  * on all the records so far for about TLP_UPDATESTEPS steps (at least one
@@ -68,6 +70,7 @@
 
 #include "cost.h"
 #include "features/feature.h"
+#include "metrics.h"
 #include "nn/nn.h"
 
 #define TLP_H 256
@@ -130,6 +133,8 @@ typedef struct tlp_net {
 	int len[TLP_BMAX], off[TLP_BMAX + 1];
 	size_t attoff[TLP_BMAX];
 	int T;
+	int epochs;              /* of the last training (the best on its
+	                            validation rows); 0: loaded, unknown */
 } tlp_net;
 
 /* ---- layout ----------------------------------------------------------- */
@@ -600,13 +605,26 @@ static double draw_ticket(tlp_net *n, const cm_data *tr, fitwork *w, int nc, int
 /* Train n on tr for epochs epochs at peak rate lr; with a ticket (tk not
  * NULL), only its parameters, re-drawn each epoch. *nstep (may be NULL)
  * receives the optimiser steps taken; p (may be NULL) is told of each
- * epoch (cm_params.progress). */
-static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, float lr, tlp_ticket *tk,
-                 tk_rng *r, int *nstep, const cm_params *p)
+ * epoch (cm_params.progress). With validation rows va (may be NULL; their
+ * groups the ranking groups), the network is scored on them after each
+ * epoch (cm_ndcg) and ends as it was after the best epoch, training
+ * stopping after p->early_stop epochs without improvement (0: never);
+ * n->epochs receives the epochs kept. */
+static int train(tlp_net *n, const cm_data *tr, const cm_data *va, int epochs, int rank, float lr,
+                 tlp_ticket *tk, tk_rng *r, int *nstep, const cm_params *p)
 {
 	fitwork w = { 0 };
 	size_t N = (size_t)tr->n, d = (size_t)tr->d;
-	int rc = TK_OK;
+	int rc = TK_OK, best = -1;
+	double best_score = -HUGE_VAL;
+	float *vpred = NULL, *bestp = NULL;
+	void *vwork = NULL;
+	if (va && va->n > 0 &&
+	    (!(vpred = malloc(sizeof *vpred * (size_t)va->n)) || !(vwork = malloc(cm_ndcg_work(va->n))) ||
+	     !(bestp = malloc(sizeof *bestp * n->nparam)))) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
 	w.order = malloc(sizeof *w.order * N);
 	w.chunk = malloc(sizeof *w.chunk * (N + 1));
 	w.perm = malloc(sizeof *w.perm * (N + 1));
@@ -664,6 +682,23 @@ static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, float lr, 
 		}
 		if (p && p->progress)
 			p->progress(p->progress_ctx, ep + 1, epochs);
+		n->epochs = ep + 1;
+		if (!vpred)
+			continue;
+		if ((rc = tpredict(n, va->x, va->n, va->d, NULL, vpred)))
+			goto done;
+		double sc = cm_ndcg(va->n, va->y, vpred, va->ngroup, va->group, vwork);
+		if (best < 0 || sc > best_score + 1e-12) {
+			best = ep;
+			best_score = sc;
+			memcpy(bestp, n->param, sizeof *bestp * n->nparam);
+		} else if (p && p->early_stop > 0 && ep - best >= p->early_stop) {
+			break;
+		}
+	}
+	if (best >= 0) {
+		memcpy(n->param, bestp, sizeof *bestp * n->nparam);
+		n->epochs = best + 1;
 	}
 	if (tk)
 		tk->trained = step ? trained / step : 0;
@@ -671,6 +706,9 @@ static int train(tlp_net *n, const cm_data *tr, int epochs, int rank, float lr, 
 		*nstep = step;
 done:
 	fitwork_free(&w);
+	free(vpred);
+	free(vwork);
+	free(bestp);
 	return rc;
 }
 
@@ -714,7 +752,13 @@ static int tfit(const cm_params *p, const cm_data *tr, const cm_data *va, void *
 		epochs = (TLP_MINSTEPS + steps - 1) / steps;
 		epochs = epochs > TLP_EPOCHS ? epochs : TLP_EPOCHS;
 	}
-	if ((rc = train(n, tr, epochs, p->rank, TLP_LR, NULL, r, NULL, p))) {
+	if (va && va->n > 0 && va->d != tr->d) {
+		net_free(n);
+		return tk_seterr(TK_EINVAL, "tlp: %d features per validation row, %d per training row",
+		                 va->d, tr->d);
+	}
+	if ((rc = train(n, tr, va && va->n > 0 ? va : NULL, epochs, p->rank, TLP_LR, NULL, r, NULL,
+	                p))) {
 		net_free(n);
 		return rc;
 	}
@@ -739,7 +783,8 @@ static int tupdate(void *s, const cm_params *p, const cm_data *all)
 		r = &own;
 	}
 	int steps = (all->n + TLP_BMAX - 1) / TLP_BMAX;
-	return train(n, all, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, TLP_LR, NULL, r, NULL, NULL);
+	return train(n, all, NULL, (TLP_UPDATESTEPS + steps - 1) / steps, n->rank, TLP_LR, NULL, r, NULL,
+	             NULL);
 }
 
 /* Adapt to a target's rows: fine-tune every parameter, or Moses' ticket.
@@ -766,8 +811,8 @@ static int tadapt(void *s, const cm_params *p, const cm_adapt_opts *a, const cm_
 	int ticket = a->method == CM_ADAPT_TICKET, rc;
 	if (a->method != CM_ADAPT_FINETUNE && !ticket)
 		return tk_seterr(TK_EINVAL, "tlp adapts by fine-tuning or a lottery ticket");
-	rc = train(n, tr, epochs, n->rank, a->lr > 0 ? (float)a->lr : TLP_ADAPT_LR, ticket ? &tk : NULL, r,
-	           &info->steps, p);
+	rc = train(n, tr, NULL, epochs, n->rank, a->lr > 0 ? (float)a->lr : TLP_ADAPT_LR,
+	           ticket ? &tk : NULL, r, &info->steps, p);
 	info->epochs = epochs;
 	info->trained = tk.trained;
 	return rc;
@@ -841,7 +886,10 @@ static int tdescribe(void *s, mf_meta *m)
 	if (!rc)
 		rc = mf_set(m, "sequence", v);
 	snprintf(v, sizeof v, "%d", n->K);
-	return rc ? rc : mf_set(m, "heads", v);
+	if (!rc)
+		rc = mf_set(m, "heads", v);
+	snprintf(v, sizeof v, "%d", n->epochs);
+	return rc || n->epochs <= 0 ? rc : mf_set(m, "rounds", v);
 }
 
 const cm_kind cm_tlp = {

@@ -9,8 +9,7 @@
  * score is ours, not an XGBoost eval_metric: XGBoost 1.7's "ndcg" and
  * "map" cast labels to integers, which turns normalised throughputs in
  * [0, 1] into "the best of the task or nothing". We use NDCG with linear
- * gains (gain = label, discount 1/log2(rank + 1), ties in the prediction
- * ordered worst label first) averaged over groups for ranking objectives,
+ * gains averaged over groups (cm_ndcg, metrics.h) for ranking objectives,
  * and RMSE for the others. XGBoost's console output is silenced.
  *
  * Shapes: N = rows, D = features per row, G = groups (tasks).
@@ -27,6 +26,7 @@
 #include <xgboost/c_api.h>
 
 #include "../util/util.h"
+#include "metrics.h"
 
 struct xgb_model {
 	BoosterHandle h;
@@ -171,30 +171,9 @@ static int predict_dmat(BoosterHandle h, DMatrixHandle m, const float **out, bst
 	return TK_OK;
 }
 
-typedef struct ndcg_item {
-	float p, y;
-} ndcg_item;
-
-/* Descending prediction; among equal predictions the lowest label first. */
-static int ndcg_cmp(const void *a, const void *b)
-{
-	const ndcg_item *x = a, *y = b;
-	if (x->p != y->p)
-		return x->p > y->p ? -1 : 1;
-	return (x->y > y->y) - (x->y < y->y);
-}
-
-static int desc_float(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-	return (x < y) - (x > y);
-}
-
 /* Validation score of predictions p[N] against v, larger is better:
- * mean NDCG (linear gains) over groups with a positive label for ranking
- * objectives, -RMSE otherwise. tmp has N items, gain N floats. */
-static double valid_score(const xgb_params *p, const xgb_data *v, const float *pred,
-                          ndcg_item *tmp, float *gain)
+ * cm_ndcg for ranking objectives, -RMSE otherwise. */
+static double valid_score(const xgb_params *p, const xgb_data *v, const float *pred, void *work)
 {
 	if (strncmp(p->objective, "rank:", 5)) {
 		double s = 0;
@@ -202,31 +181,7 @@ static double valid_score(const xgb_params *p, const xgb_data *v, const float *p
 			s += ((double)pred[i] - v->y[i]) * ((double)pred[i] - v->y[i]);
 		return -sqrt(s / v->n);
 	}
-	unsigned one = (unsigned)v->n;
-	const unsigned *group = v->ngroup > 0 ? v->group : &one;
-	int ngroup = v->ngroup > 0 ? v->ngroup : 1, base = 0, nscored = 0;
-	double total = 0;
-	for (int g = 0; g < ngroup; base += (int)group[g], g++) {
-		int n = (int)group[g];
-		double dcg = 0, ideal = 0;
-		for (int i = 0; i < n; i++) {
-			tmp[i].p = pred[base + i];
-			tmp[i].y = v->y[base + i];
-			gain[i] = v->y[base + i];
-		}
-		qsort(tmp, (size_t)n, sizeof *tmp, ndcg_cmp);
-		qsort(gain, (size_t)n, sizeof *gain, desc_float);
-		for (int i = 0; i < n; i++) {
-			double disc = 1.0 / log2(i + 2.0);
-			dcg += tmp[i].y * disc;
-			ideal += gain[i] * disc;
-		}
-		if (ideal > 0) {
-			total += dcg / ideal;
-			nscored++;
-		}
-	}
-	return nscored ? total / nscored : 0;
+	return cm_ndcg(v->n, v->y, pred, v->ngroup, v->group, work);
 }
 
 int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
@@ -234,8 +189,7 @@ int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
 {
 	DMatrixHandle dm[2] = { NULL, NULL };
 	BoosterHandle h = NULL;
-	ndcg_item *tmp = NULL;
-	float *gain = NULL;
+	void *work = NULL;
 	xgb_model *m = NULL;
 	int rc, rounds, best = -1, done = 0;
 	double best_score = -HUGE_VAL;
@@ -252,9 +206,7 @@ int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
 	if (!valid && p->early_stop > 0 && rounds > XGB_ROUNDS_NOVALID)
 		rounds = XGB_ROUNDS_NOVALID;
 	if (valid && p->early_stop > 0) {
-		tmp = malloc(sizeof *tmp * (size_t)valid->n);
-		gain = malloc(sizeof *gain * (size_t)valid->n);
-		if (!tmp || !gain) {
+		if (!(work = malloc(cm_ndcg_work(valid->n)))) {
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -273,7 +225,7 @@ int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
 			goto out;
 		}
 		done = i + 1;
-		if (!tmp)
+		if (!work)
 			continue;
 		const float *pred;
 		bst_ulong len = 0;
@@ -284,7 +236,7 @@ int xgb_train(const xgb_params *p, const xgb_data *train, const xgb_data *valid,
 			               (unsigned long long)len, valid->n);
 			goto out;
 		}
-		double s = valid_score(p, valid, pred, tmp, gain);
+		double s = valid_score(p, valid, pred, work);
 		if (best < 0 || s > best_score + 1e-12) {
 			best = i;
 			best_score = s;
@@ -317,8 +269,7 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (dm[i])
 			XGDMatrixFree(dm[i]);
-	free(tmp);
-	free(gain);
+	free(work);
 	return rc;
 }
 

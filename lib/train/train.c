@@ -6,6 +6,7 @@
 #include "train.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,6 +483,25 @@ static int share(double f, int n)
 	return k < 1 ? 1 : k > n - 1 ? n - 1 : k;
 }
 
+/* Set the int flag at offset off of every task (every head) whose key is
+ * key, in any spelling. TK_ENOTFOUND (no message) if none has it. */
+static int mark_task(tr_set *ts, const char *key, size_t off)
+{
+	te_prog *p = NULL;
+	int t = find_task(ts, key);
+	if (t < 0 && te_task_parse(key, &p) == TK_OK)
+		t = find_task(ts, key = p->key);
+	if (t < 0) {
+		te_prog_free(p);
+		return TK_ENOTFOUND;
+	}
+	for (; t < ts->ntask; t++)
+		if (!strcmp(ts->tasks[t].key, key))
+			*(int *)((char *)&ts->tasks[t] + off) = 1;
+	te_prog_free(p);
+	return TK_OK;
+}
+
 int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by_rows)
 {
 	int ntarget = 0;
@@ -490,22 +510,16 @@ int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by
 	*by_rows = 0;
 	while (ntarget < ts->ntask && !ts->tasks[ntarget].head)
 		ntarget++;
+	if (o->nvalid > 0 && o->ntasks == 0 && o->holdout > 0 && ntarget < 2)
+		return tk_seterr(TK_EINVAL, "one task: it cannot be both held out and validated on");
 	if (o->ntasks > 0) {
 		for (int i = 0; i < o->ntasks; i++) {
-			const char *key = o->tasks[i];
-			te_prog *p = NULL;
-			int t = find_task(ts, key);
-			if (t < 0 && te_task_parse(o->tasks[i], &p) == TK_OK)
-				t = find_task(ts, key = p->key);
-			if (t < 0) {
-				te_prog_free(p);
+			int rc = mark_task(ts, o->tasks[i], offsetof(tr_task, holdout));
+			if (rc == TK_ENOTFOUND)
 				return tk_seterr(TK_EINVAL, "held-out task %s: no records of that task to"
 				                 " train on", o->tasks[i]);
-			}
-			for (; t < ts->ntask; t++)
-				if (!strcmp(ts->tasks[t].key, key))
-					ts->tasks[t].holdout = 1;
-			te_prog_free(p);
+			if (rc)
+				return rc;
 		}
 	} else if (o->holdout > 0 && ntarget >= 2) {
 		int k = share(o->holdout, ntarget), *perm = malloc(sizeof *perm * (size_t)ntarget);
@@ -536,17 +550,27 @@ int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by
 		*by_rows = 1;
 		return TK_OK;
 	}
+	for (int i = 0; i < o->nvalid; i++) {
+		int rc = mark_task(ts, o->valid[i], offsetof(tr_task, valid));
+		if (rc == TK_ENOTFOUND)
+			return tk_seterr(TK_EINVAL, "validation task %s: no records of that task",
+			                 o->valid[i]);
+		if (rc)
+			return rc;
+	}
 	int ntrain = 0;
 	for (int t = 0; t < ts->ntask; t++) {
 		const tr_task *tk = &ts->tasks[t];
 		for (int i = 0; i < tk->n; i++) {
-			hold[tk->first + i] = !tk->holdout ? 0 : tk->head ? 2 : 1;
+			hold[tk->first + i] = tk->holdout ? (tk->head ? TR_OUT : TR_HOLD)
+			                      : tk->valid ? TR_VALID : TR_TRAIN;
 			*nhold += tk->holdout && !tk->head;
-			ntrain += !tk->holdout && !tk->head;
+			ntrain += !tk->holdout && !tk->valid && !tk->head;
 		}
 	}
 	if (ntrain == 0)
-		return tk_seterr(TK_EINVAL, "every task is held out: nothing left to train on");
+		return tk_seterr(TK_EINVAL, "every task is held out%s: nothing left to train on",
+		                 o->nvalid ? " or validates" : "");
 	return TK_OK;
 }
 
@@ -555,7 +579,7 @@ void tr_subsample(const tr_set *ts, char *sel, double frac, uint64_t seed, int *
 	int n = 0, k, *perm;
 	*nkept = 0;
 	for (int i = 0; i < ts->n; i++)
-		n += sel[i] == 0 && !ts->tasks[ts->task[i]].head;
+		n += (sel[i] == TR_TRAIN || sel[i] == TR_VALID) && !ts->tasks[ts->task[i]].head;
 	if (n == 0)
 		return;
 	k = (int)floor(frac * n + 0.5);
@@ -567,8 +591,8 @@ void tr_subsample(const tr_set *ts, char *sel, double frac, uint64_t seed, int *
 	shuffle(perm, n, seed ^ 0x7375627361ULL);
 	/* perm[i] < k keeps the i-th target training row */
 	for (int i = 0, j = 0; i < ts->n; i++)
-		if (sel[i] == 0 && !ts->tasks[ts->task[i]].head)
-			sel[i] = perm[j++] < k ? 0 : 2;
+		if ((sel[i] == TR_TRAIN || sel[i] == TR_VALID) && !ts->tasks[ts->task[i]].head)
+			sel[i] = perm[j++] < k ? sel[i] : TR_OUT;
 	free(perm);
 	*nkept = k;
 }
@@ -671,39 +695,80 @@ done:
 
 /* ---- fit ---------------------------------------------------------------------------- */
 
+/* The rounds (epochs) model m kept: its "rounds" meta key, 0 if none. */
+static int fit_rounds(cm_model *m)
+{
+	mf_meta mm;
+	int64_t v = 0;
+	memset(&mm, 0, sizeof mm);
+	if (cm_describe(m, &mm) == TK_OK) {
+		const char *r = mf_get(&mm, "rounds");
+		if (!r || tk_parse_i64(r, &v) || v < 0 || v > 1000000)
+			v = 0;
+	}
+	return (int)v;
+}
+
 int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,
                 tr_fit *f)
 {
 	float *y = malloc(sizeof *y * (size_t)(ts->n > 0 ? ts->n : 1));
-	char *sel = NULL;
-	int rc;
+	char *sel = malloc((size_t)(ts->n > 0 ? ts->n : 1));
+	int rc, nvalid = 0;
 	memset(f, 0, sizeof *f);
-	if (!y)
-		return tk_seterr(TK_ENOMEM, "out of memory");
-	tr_labels(ts, y);
-	for (int i = 0; i < ts->n; i++)
-		f->d = ts->nx[i] > f->d ? ts->nx[i] : f->d;
-	/* sel of the target's training rows: 0 -> 3 for the metrics part */
-	if (!(sel = malloc((size_t)(ts->n > 0 ? ts->n : 1)))) {
+	if (!y || !sel) {
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
+	tr_labels(ts, y);
+	for (int i = 0; i < ts->n; i++) {
+		f->d = ts->nx[i] > f->d ? ts->nx[i] : f->d;
+		nvalid += hold[i] == TR_VALID && !ts->tasks[ts->task[i]].head;
+	}
+	/* sel: 4 marks the target's rows of a part, the rest as hold */
 	for (int i = 0; i < ts->n; i++)
-		sel[i] = hold[i] == 0 && !ts->tasks[ts->task[i]].head ? 3 : hold[i];
-	if ((rc = tr_part_build(ts, y, hold, 0, f->d, &f->train)) ||
-	    (rc = tr_part_build(ts, y, sel, 3, f->d, &f->train0)) ||
-	    (rc = tr_part_build(ts, y, hold, 1, f->d, &f->hold)))
+		sel[i] = hold[i] == TR_VALID && !ts->tasks[ts->task[i]].head ? 4 : hold[i];
+	if ((rc = tr_part_build(ts, y, hold, TR_TRAIN, f->d, &f->train)) ||
+	    (rc = tr_part_build(ts, y, hold, TR_HOLD, f->d, &f->hold)) ||
+	    (nvalid && (rc = tr_part_build(ts, y, sel, 4, f->d, &f->valid))))
 		goto done;
 	cm_params q = *p;
-	q.early_stop = f->hold.n > 0 ? TR_EARLY_STOP : 0;
-	cm_data dtr = tr_part_data(&f->train), dho = tr_part_data(&f->hold);
+	const tr_part *stop = nvalid ? &f->valid : &f->hold;
+	q.early_stop = stop->n > 0 ? TR_EARLY_STOP : 0;
+	cm_data dtr = tr_part_data(&f->train), dst = tr_part_data(stop);
 	double t0 = tk_now();
-	rc = cm_fit(k, &q, &dtr, f->hold.n > 0 ? &dho : NULL, &f->m);
-	f->seconds = tk_now() - t0;
+	rc = cm_fit(k, &q, &dtr, stop->n > 0 ? &dst : NULL, &f->m);
 	f->validity = p->validity;
-	if (!rc && !(rc = tr_eval(f->m, &f->train0, &f->mtrain)))
-		rc = tr_eval(f->m, &f->hold, &f->mhold);
-	if (!rc && p->validity &&
+	if (!rc && nvalid) {
+		/* Measured on the validation rows, then fit again with them. */
+		if ((rc = tr_eval(f->m, &f->valid, &f->mvalid)) ||
+		    (p->validity &&
+		     (rc = cm_metrics_classify(f->valid.n, f->valid.y, f->valid.p, &f->cvalid))))
+			goto done;
+		f->rounds = fit_rounds(f->m);
+		cm_free(f->m);
+		f->m = NULL;
+		tr_part_free(&f->train);
+		for (int i = 0; i < ts->n; i++)
+			sel[i] = hold[i] == TR_VALID ? TR_TRAIN : hold[i];
+		if ((rc = tr_part_build(ts, y, sel, TR_TRAIN, f->d, &f->train)))
+			goto done;
+		q.rounds = f->rounds > 0 ? f->rounds : p->rounds;
+		q.early_stop = 0;
+		dtr = tr_part_data(&f->train);
+		rc = cm_fit(k, &q, &dtr, NULL, &f->m);
+	}
+	f->seconds = tk_now() - t0;
+	if (rc)
+		goto done;
+	/* the target's training rows, for the metrics */
+	for (int i = 0; i < ts->n; i++)
+		sel[i] = (hold[i] == TR_TRAIN || hold[i] == TR_VALID) && !ts->tasks[ts->task[i]].head
+		         ? 4 : TR_OUT;
+	if ((rc = tr_part_build(ts, y, sel, 4, f->d, &f->train0)) ||
+	    (rc = tr_eval(f->m, &f->train0, &f->mtrain)) || (rc = tr_eval(f->m, &f->hold, &f->mhold)))
+		goto done;
+	if (p->validity &&
 	    !(rc = cm_metrics_classify(f->train0.n, f->train0.y, f->train0.p, &f->ctrain)))
 		rc = cm_metrics_classify(f->hold.n, f->hold.y, f->hold.p, &f->chold);
 done:
@@ -717,6 +782,7 @@ void tr_fit_free(tr_fit *f)
 	tr_part_free(&f->train);
 	tr_part_free(&f->train0);
 	tr_part_free(&f->hold);
+	tr_part_free(&f->valid);
 	cm_free(f->m);
 	memset(f, 0, sizeof *f);
 }
@@ -799,6 +865,7 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 	char v[8][48];
 	int rc;
 	memset(&mm, 0, sizeof mm);
+	snprintf(v[7], 48, "%d", f->valid.n);
 	snprintf(v[0], 48, "%d", feat_version(feat));
 	snprintf(v[1], 48, "%d", f->d);
 	snprintf(v[2], 48, "%lld", (long long)src->hw_id);
@@ -826,6 +893,11 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 	if (!rc)
 		rc = f->validity ? meta_class(&mm, "train", &f->ctrain)
 		                 : meta_metrics(&mm, "train", &f->mtrain);
+	if (!rc && f->valid.n > 0)
+		rc = mf_set(&mm, "n_valid", v[7]);
+	if (!rc && f->valid.n > 0)
+		rc = f->validity ? meta_class(&mm, "valid", &f->cvalid)
+		                 : meta_metrics(&mm, "valid", &f->mvalid);
 	if (!rc)
 		rc = tr_write_model(st, path, f->m, &mm, src->hw_id, model_id);
 	return rc;

@@ -33,6 +33,7 @@ typedef struct tr_task {
 	int first, n;        /* rows first .. first+n-1 */
 	int d;               /* longest feature vector of its rows */
 	int holdout;         /* held out by tr_split */
+	int valid;           /* a validation task of tr_split (not held out) */
 	int head;            /* 0: the target hardware; k: auxiliary hardware k (tr_load) */
 	double weight;       /* in metrics (occurrences in a network); 0 counts as 1 */
 } tr_task;
@@ -108,20 +109,36 @@ typedef struct tr_split_opts {
 	const char *const *tasks; /* or these tasks (keys in any spelling) */
 	int ntasks;
 	uint64_t seed;
+	const char *const *valid; /* validation tasks (keys in any spelling) */
+	int nvalid;
 } tr_split_opts;
 
-/* Mark held-out rows in hold[ts->n] (1 held out, 0 trained on) and their
- * tasks' holdout flags: whole tasks, chosen by a seeded shuffle or named;
- * with one task and a fraction, rows at random instead (*by_rows = 1).
- * A task held out is held out on every head, and the rows of auxiliary
- * heads of held-out tasks are neither trained on nor measured (hold 2).
- * *nhold receives the held-out rows of the target. TK_EINVAL for a named
- * task without rows, one row to split, or everything held out. */
+/* What tr_split makes of a row (hold[]). */
+enum {
+	TR_TRAIN = 0,            /* trained on */
+	TR_HOLD = 1,             /* held out: measured, never trained on */
+	TR_OUT = 2,              /* neither (an auxiliary head's row of a
+	                            held-out task; a row tr_subsample drops) */
+	TR_VALID = 3,            /* of a validation task: the fit stops early
+	                            on the target's, then the model is fit
+	                            again with them (tr_fit_eval) */
+};
+
+/* Mark held-out rows in hold[ts->n] (TR_HOLD held out, TR_TRAIN trained
+ * on) and their tasks' holdout flags: whole tasks, chosen by a seeded
+ * shuffle or named; with one task and a fraction, rows at random instead
+ * (*by_rows = 1). A task held out is held out on every head, and the rows
+ * of auxiliary heads of held-out tasks are neither trained on nor measured
+ * (TR_OUT). The rows of the validation tasks o->valid that are not held
+ * out get TR_VALID (every head) and their tasks' valid flags. *nhold
+ * receives the held-out rows of the target. TK_EINVAL for a named task
+ * without rows, one row to split, or nothing left to train on. */
 int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by_rows);
 
 /* Keep a seeded random share frac (0 < frac <= 1; at least one row) of the
- * target's training rows (sel 0, head 0); the others get sel 2, out of the
- * fit and the metrics. *nkept receives the target rows kept. */
+ * target's training and validation rows (sel TR_TRAIN or TR_VALID, head
+ * 0); the others get TR_OUT, out of the fit and the metrics. *nkept
+ * receives the target rows kept. */
 void tr_subsample(const tr_set *ts, char *sel, double frac, uint64_t seed, int *nkept);
 
 /* ---- parts, fit and metrics ------------------------------------------------ */
@@ -157,20 +174,28 @@ int tr_eval_tasks(const tr_part *pt, const double *weight, cm_metrics *out);
 typedef struct tr_fit {
 	tr_part train, hold;
 	tr_part train0;          /* the target's training rows, for metrics */
+	tr_part valid;           /* the target's validation rows (n 0: none) */
 	int d;
 	cm_model *m;
 	cm_metrics mtrain, mhold;
+	cm_metrics mvalid;       /* of the first fit, the one that stopped on them */
+	int rounds;              /* the rounds (epochs) the validation rows chose,
+	                            0 when the kind says none */
 	int validity;            /* a validity classifier (cm_params.validity): */
-	cm_class_metrics ctrain, chold; /* its metrics (then those of mtrain and
-	                            mhold compare probabilities with throughputs
-	                            and are not written) */
-	double seconds;          /* of the fit */
+	cm_class_metrics ctrain, chold, cvalid; /* its metrics (then those of
+	                            mtrain, mhold and mvalid compare probabilities
+	                            with throughputs and are not written) */
+	double seconds;          /* of the fit (both, with validation rows) */
 } tr_fit;
 
-/* Fit a model of kind k (parameters p; with held-out rows, early stopping
- * on them after TR_EARLY_STOP rounds) on the rows of ts with hold 0, and
- * measure it on the target's rows of both sides (hold 0 and 1). Free f
- * with tr_fit_free() either way. */
+/* Fit a model of kind k (parameters p) on the rows of ts with hold
+ * TR_TRAIN and measure it on the target's rows of both sides (TR_TRAIN and
+ * TR_HOLD). Early stopping (after TR_EARLY_STOP rounds or epochs without
+ * improvement): with validation rows (TR_VALID) on the target's of them,
+ * after which the model is fit again on the training and validation rows
+ * together, with the rounds the first fit kept (its "rounds" meta key; the
+ * kind's default if it has none), and measured on both as training rows;
+ * else on the held-out rows, if any. Free f with tr_fit_free() either way. */
 int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,
                 tr_fit *f);
 void tr_fit_free(tr_fit *f);

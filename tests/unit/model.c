@@ -391,6 +391,23 @@ TEST(metrics_hand_computed)
 	CHECK_NEAR(m.top5, 1.0, 1e-12);
 }
 
+/* NDCG with linear gains, by hand. Group 1: y = 1, 0.5, 0 ranked by p as
+ * 0, 0.5, 1: DCG = 0.5 / log2(3) + 1 / 2 = 0.81546, ideal = 1 + 0.5 /
+ * log2(3) = 1.31546, 0.61991. Group 2 has no positive label: left out.
+ * Group 3: p ties; the lowest label first: 0 then 1, DCG 1 / log2(3),
+ * ideal 1: 0.63093. Mean 0.62542. One group of all rows (ngroup 0) too. */
+TEST(ndcg_hand_computed)
+{
+	float y[] = { 1, 0.5f, 0, 0, 0, 1, 0 }, p[] = { 0.1f, 0.2f, 0.3f, 5, 6, 0.4f, 0.4f };
+	unsigned group[] = { 3, 2, 2 };
+	void *work = malloc(cm_ndcg_work(7));
+	double g1 = (0.5 / log2(3) + 0.5) / (1 + 0.5 / log2(3)), g3 = 1 / log2(3);
+	CHECK_NEAR(cm_ndcg(7, y, p, 3, group, work), (g1 + g3) / 2, 1e-6);
+	CHECK_NEAR(cm_ndcg(3, y, p, 0, NULL, work), g1, 1e-6);
+	CHECK_NEAR(cm_ndcg(2, y + 3, p + 3, 0, NULL, work), 0, 0);
+	free(work);
+}
+
 /* Ties share their mean rank: p = 0.3, 0.3, 0.2, 0.1 ranks 1.5, 1.5, 3, 4
  * (deviations -1, -1, 0.5, 1.5) against y = 1, 0.5, 0.2, 0.4 ranked
  * 1, 2, 4, 3 (deviations -1.5, -0.5, 1.5, 0.5): rho = 3.5 / sqrt(4.5 * 5)
@@ -1080,7 +1097,7 @@ TEST(train_labels_split_parts)
 
 	char hold[12], hold2[12];
 	int nhold, by_rows;
-	tr_split_opts so = { 0.34, NULL, 0, 7 };
+	tr_split_opts so = { 0.34, NULL, 0, 7, NULL, 0 };
 	CHECK_EQ_INT(tr_split(&ts, &so, hold, &nhold, &by_rows), TK_OK);
 	CHECK(nhold == 4 && !by_rows);
 	int held = -1;
@@ -1097,7 +1114,7 @@ TEST(train_labels_split_parts)
 		ts.tasks[t].holdout = 0;
 
 	const char *names[] = { "dense:m=1", "dense:m=9" };
-	tr_split_opts named = { 0, names, 1, 1 };
+	tr_split_opts named = { 0, names, 1, 1, NULL, 0 };
 	CHECK_EQ_INT(tr_split(&ts, &named, hold, &nhold, &by_rows), TK_OK);
 	CHECK(nhold == 4 && hold[4] && hold[7] && !hold[3] && !hold[8]);
 	named.tasks = names + 1;
@@ -1105,10 +1122,38 @@ TEST(train_labels_split_parts)
 	CHECK(strstr(tk_errmsg(), "no records of that task") != NULL);
 	for (int t = 0; t < 3; t++)
 		ts.tasks[t].holdout = 1;
-	tr_split_opts none = { 0, NULL, 0, 1 };
+	tr_split_opts none = { 0, NULL, 0, 1, NULL, 0 };
 	CHECK_EQ_INT(tr_split(&ts, &none, hold, &nhold, &by_rows), TK_EINVAL); /* all held out */
 	for (int t = 0; t < 3; t++)
 		ts.tasks[t].holdout = 0;
+
+	/* Validation tasks: TR_VALID unless held out; a share of the target's
+	 * training and validation rows; nothing left to train on. */
+	const char *vnames[] = { "dense:m=2", "dense:m=1" }, *bad[] = { "dense:m=9" };
+	tr_split_opts val = { 0, names, 1, 1, vnames, 2 };
+	CHECK_EQ_INT(tr_split(&ts, &val, hold, &nhold, &by_rows), TK_OK);
+	for (int i = 0; i < 12; i++)
+		CHECK_EQ_INT(hold[i], i < 4 ? TR_TRAIN : i < 8 ? TR_HOLD : TR_VALID);
+	CHECK(nhold == 4 && ts.tasks[2].valid && !ts.tasks[0].valid);
+	int nkept;
+	tr_subsample(&ts, hold, 0.5, 3, &nkept);
+	int ntr = 0, nva = 0, nout = 0;
+	for (int i = 0; i < 12; i++) {
+		ntr += hold[i] == TR_TRAIN;
+		nva += hold[i] == TR_VALID;
+		nout += hold[i] == TR_OUT;
+		CHECK(i < 4 || i >= 8 || hold[i] == TR_HOLD); /* the holdout stays */
+	}
+	CHECK(nkept == 4 && ntr + nva == 4 && nout == 4);
+	tr_split_opts valbad = { 0, NULL, 0, 1, bad, 1 };
+	CHECK_EQ_INT(tr_split(&ts, &valbad, hold, &nhold, &by_rows), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "validation task dense:m=9") != NULL);
+	const char *v2[] = { "dense:m=0", "dense:m=2" };
+	tr_split_opts valall = { 0, names, 1, 1, v2, 2 };
+	CHECK_EQ_INT(tr_split(&ts, &valall, hold, &nhold, &by_rows), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "or validates") != NULL);
+	for (int t = 0; t < 3; t++)
+		ts.tasks[t].holdout = ts.tasks[t].valid = 0;
 
 	memset(hold, 0, sizeof hold);
 	hold[4] = hold[5] = 1;
@@ -1240,6 +1285,6 @@ UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_up
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
-          metrics_ties_and_edges, modelfile_round_trip, modelfile_corruption,
+          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption,
           store_training_rows_and_models, store_training_rows_one_per_config,
           metrics_classify_by_hand, cost_ml2_stages)

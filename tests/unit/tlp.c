@@ -268,6 +268,53 @@ TEST(tlp_learns_a_ranking)
 	cm_free(m2);
 }
 
+/* With validation rows the fit keeps its best epoch on them: it ranks them
+ * at least as well as the same fit without them (the same trajectory to its
+ * last epoch), says which epoch as its "rounds", and is that last epoch's
+ * network when the last was the best. */
+TEST(tlp_keeps_the_best_epoch_on_validation_rows)
+{
+	enum { G = 12, PER = 24, N = G * PER, GV = 4, NV = GV * PER, EP = 8 };
+	static float x[N * SL * SE], y[N], xv[NV * SL * SE], yv[NV], pa[NV], pb[NV];
+	unsigned group[G], gv[GV];
+	tk_rng_seed(&rng, 17, 0);
+	synthetic(x, y, group, G, PER, 0);
+	synthetic(xv, yv, gv, GV, PER, 1); /* another rule: fitting x need not help */
+	cm_params cp;
+	cm_params_default(&cp);
+	cp.seq_e = SE;
+	cp.rounds = EP;
+	cp.early_stop = 100;
+	cm_data d = { N, SL * SE, x, y, G, group, NULL, NULL, 0, NULL };
+	cm_data v = { NV, SL * SE, xv, yv, GV, gv, NULL, NULL, 0, NULL };
+	cm_model *a, *b;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, &v, &a), TK_OK);
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, NULL, &b), TK_OK);
+	CHECK_EQ_INT(cm_predict(a, xv, NV, SL * SE, NULL, pa), TK_OK);
+	CHECK_EQ_INT(cm_predict(b, xv, NV, SL * SE, NULL, pb), TK_OK);
+	void *work = malloc(cm_ndcg_work(NV));
+	double na = cm_ndcg(NV, yv, pa, GV, gv, work), nb = cm_ndcg(NV, yv, pb, GV, gv, work);
+	CHECK(na >= nb);
+	mf_meta ma = { 0 }, mb = { 0 };
+	CHECK_EQ_INT(cm_describe(a, &ma), TK_OK);
+	CHECK_EQ_INT(cm_describe(b, &mb), TK_OK);
+	int ra = atoi(mf_get(&ma, "rounds"));
+	CHECK(ra >= 1 && ra <= EP);
+	CHECK_EQ_INT(atoi(mf_get(&mb, "rounds")), EP);
+	if (ra == EP)
+		CHECK(!memcmp(pa, pb, sizeof pa));
+	else
+		CHECK(na > nb);
+	/* Validation rows of another length are refused. */
+	cm_model *c = NULL;
+	v.d = SL * SE - SE;
+	CHECK_EQ_INT(cm_fit(&cm_tlp, &cp, &d, &v, &c), TK_EINVAL);
+	CHECK(c == NULL);
+	free(work);
+	cm_free(a);
+	cm_free(b);
+}
+
 TEST(mtl_tlp_target_head_learns_the_target)
 {
 	/* Head 0 (target): rule f on few groups; head 1 (auxiliary): rule g
@@ -471,6 +518,7 @@ TEST(bad_input)
 
 UNIT_MAIN(gradient_matches_finite_differences, heads_start_as_the_shared_decoder,
           padding_does_not_change_scores,
-          tlp_learns_a_ranking, mtl_tlp_target_head_learns_the_target,
+          tlp_learns_a_ranking, tlp_keeps_the_best_epoch_on_validation_rows,
+          mtl_tlp_target_head_learns_the_target,
           ticket_trains_the_salient_and_decays_the_rest, transfer_beats_the_source_on_a_shifted_task,
           bad_input)
