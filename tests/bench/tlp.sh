@@ -15,8 +15,10 @@
 #      tlp@F                  TLP on that share alone
 #      one-record             no model: one more timing of each held-out
 #                             program, the ceiling label noise leaves
-#    The xgb rows stop early on the holdout (tunekit train's way): an edge
-#    the neural rows, which train a fixed number of epochs, do not get.
+#    Every row stops early on validation networks, training networks the
+#    holdout resembles (TLP_VALID), then is fit again with them at the
+#    rounds (epochs) they chose (train --valid-network): nothing is chosen
+#    by the held-out networks themselves.
 # 2. Search on the measured pools (replay): for each held-out task, tune
 #    over the configurations the dataset holds (--replay-pool), xgb (refit
 #    online) against the TLP model (scoring from the first plan, never
@@ -25,6 +27,7 @@
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
 # Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
 # default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
+# TLP_VALID ("bert-large resnet-50"; "": stop early on the holdout instead),
 # TLP_AUX_NEAR (hardware id of the -near row's auxiliary), TLP_SEEDS (3:
 # each model is trained with seeds 1..N, the table gives means and
 # ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
@@ -34,6 +37,7 @@ TK=$1 SRC=$2 DIR=$3
 EPOCHS=${TLP_EPOCHS:-30}
 FRAC=${TLP_FRACTION:-0.07}
 HOLDOUT=${TLP_HOLDOUT:-resnet-18 bert-base}
+VALID=${TLP_VALID-bert-large resnet-50}
 SEEDS=${TLP_SEARCH_SEEDS:-3}
 NSEED=${TLP_SEEDS:-3}
 mkdir -p "$DIR"
@@ -74,12 +78,14 @@ if [ -z "${TLP_AUX_NEAR:-}" ]; then
 fi
 hold=""
 for n in $HOLDOUT; do hold="$hold --holdout-network $n"; done
+for n in $VALID; do hold="$hold --valid-network $n"; done
 # network<TAB>task, a line per occurrence of a task in a held-out network
 for n in $HOLDOUT; do
 	grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2 | sed "s/^/$n	/"
 done >"$DIR/holdout-tasks.tsv"
 echo "target hardware $TARGET: $(q "SELECT key FROM hardware WHERE id = $TARGET")" >&2
 echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}" >&2
+echo "validation networks: ${VALID:-none (early stopping on the holdout)}" >&2
 
 # model NAME TRAIN-ARGS...: train with seeds 1..TLP_SEEDS, print one row of
 # the table: the means over the seeds, top-1 and top-5 with their range,
