@@ -266,6 +266,7 @@ test_expect_success 'tlp trains on knob features as one position; mtl-tlp adds a
 	tunekit train -q --model tlp --feature knob --rounds 3 --holdout-task $T2 --out tlp.model >out &&
 	test "$(tsv_col out set 3)" = holdout &&
 	grep -a -q "^kind tlp$" tlp.model && grep -a -q "^heads 1$" tlp.model &&
+	grep -a -q "^rounds 3$" tlp.model && # never stopped on the holdout
 	tunekit measure -q --target cpu:isa=sse2 --task $T1 --task $T2 --sample 8 --repeat 1 >/dev/null &&
 	tunekit extract-features -q --kind knob &&
 	hw2=$(sql "SELECT MAX(id) FROM hardware") && test "$hw2" -gt 1 &&

@@ -39,6 +39,10 @@ enum {
 	CM_HIDDEN = 1 << 7,      /* ML2Tuner's explorer: learns from hidden features
 	                            (cm_data.xh) besides the visible ones and selects
 	                            through the kind's screen and pick operations */
+	CM_EPOCHS = 1 << 8,      /* trains in epochs and keeps the best on its valid
+	                            rows; `train` gives it validation tasks only,
+	                            never the holdout (a fixed number of epochs
+	                            without them) */
 };
 
 typedef struct cm_params {

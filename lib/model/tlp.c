@@ -28,10 +28,11 @@
  * and head drawn afresh each epoch. AdamW with a linear warm-up and a
  * cosine decay, gradients clipped to norm 1. The model trains a number of
  * epochs (rounds; by default TLP_EPOCHS, or more on small data, to take at
- * least TLP_MINSTEPS steps); given validation rows (cm_fit's valid) and
- * early_stop, it keeps the epoch that ranked them best (cm_ndcg, as xgb
- * stops) and says so as its "rounds", which `tunekit train` uses to fit
- * again on the training and validation rows together. Deterministic given
+ * least TLP_MINSTEPS steps); given validation rows (cm_fit's valid), it
+ * keeps the epoch that ranked them best (cm_ndcg, as xgb stops) and says
+ * so as its "rounds", which `tunekit train` uses to fit again on the
+ * training and validation rows together (CM_EPOCHS: train gives it
+ * validation tasks, never the holdout). Deterministic given
  * the seed, up to OpenBLAS's summation order.
  *
  * An update (the tuner's refit after a plan) fine-tunes the network it has
@@ -896,7 +897,7 @@ const cm_kind cm_tlp = {
 	.name = "tlp",
 	.summary = "TLP: attention over schedule-primitive sequences, lambdarank",
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
-	.flags = CM_RANK,
+	.flags = CM_RANK | CM_EPOCHS,
 	.fit = tfit,
 	.update = tupdate,
 	.predict = tpredict,
@@ -912,7 +913,7 @@ const cm_kind cm_mtl_tlp = {
 	.name = "mtl-tlp",
 	.summary = "MTL-TLP: TLP's backbone and a decoder shared, a residual head per hardware",
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
-	.flags = CM_RANK | CM_MULTIHEAD,
+	.flags = CM_RANK | CM_MULTIHEAD | CM_EPOCHS,
 	.fit = tfit,
 	.update = tupdate,
 	.predict = tpredict,

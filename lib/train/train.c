@@ -733,7 +733,10 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
 	    (nvalid && (rc = tr_part_build(ts, y, sel, 4, f->d, &f->valid))))
 		goto done;
 	cm_params q = *p;
-	const tr_part *stop = nvalid ? &f->valid : &f->hold;
+	/* early stopping on: the validation rows, else the holdout, never the
+	 * holdout for a kind of CM_EPOCHS */
+	tr_part none = { 0 };
+	const tr_part *stop = nvalid ? &f->valid : k->flags & CM_EPOCHS ? &none : &f->hold;
 	q.early_stop = stop->n > 0 ? TR_EARLY_STOP : 0;
 	cm_data dtr = tr_part_data(&f->train), dst = tr_part_data(stop);
 	double t0 = tk_now();

@@ -195,7 +195,8 @@ typedef struct tr_fit {
  * after which the model is fit again on the training and validation rows
  * together, with the rounds the first fit kept (its "rounds" meta key; the
  * kind's default if it has none), and measured on both as training rows;
- * else on the held-out rows, if any. Free f with tr_fit_free() either way. */
+ * else on the held-out rows, if any, unless the kind is of CM_EPOCHS.
+ * Free f with tr_fit_free() either way. */
 int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const char *hold,
                 tr_fit *f);
 void tr_fit_free(tr_fit *f);

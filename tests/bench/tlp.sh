@@ -27,7 +27,8 @@
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
 # Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
 # default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
-# TLP_VALID ("bert-large resnet-50"; "": stop early on the holdout instead),
+# TLP_VALID ("bert-large resnet-50"; "": xgb stops early on the holdout, the
+# neural rows train TLP_EPOCHS epochs),
 # TLP_AUX_NEAR (hardware id of the -near row's auxiliary), TLP_SEEDS (3:
 # each model is trained with seeds 1..N, the table gives means and
 # ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
