@@ -335,14 +335,14 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	}
 	if (o.target_fraction < 0 || o.target_fraction > 1)
 		return tk_fail(ctx, TK_EINVAL, "--target-fraction needs a share from 0 to 1");
+	if (o.valid_task.n && o.valid_network.n)
+		return tk_fail(ctx, TK_EINVAL, "give one of --valid-task and --valid-network");
 	if ((status = parse_aux(ctx, &aux, &naux)))
 		goto out;
 	if (from_stdin && naux > 0) {
 		status = tk_fail(ctx, TK_EINVAL, "--aux-hw takes the store's records, not a stream");
 		goto out;
 	}
-	if (o.valid_task.n && o.valid_network.n)
-		return tk_fail(ctx, TK_EINVAL, "give one of --valid-task and --valid-network");
 	if ((status = load_networks(ctx, &o.holdout_network, &nets)) ||
 	    (status = load_networks(ctx, &o.valid_network, &vnets)))
 		goto out;
