@@ -2,9 +2,10 @@
  * Unit tests of the TLP cost model (lib/model/tlp.c, included here for its
  * static forward and backward passes): the whole network's gradient against
  * central finite differences on a ragged, two-head batch; padding positions
- * that cannot change a score; fits that learn a ranking (tlp) and a
- * target head that learns the target's rule, not the auxiliary one
- * (mtl-tlp); the payload's round trip and refusals; bad input.
+ * that cannot change a score; fits that learn a ranking (tlp), keep their
+ * best epoch on validation rows, and a target head that learns the
+ * target's rule, not the auxiliary one (mtl-tlp); the payload's round trip
+ * and refusals; bad input.
  *
  * Shape key as in tlp.c: B sequences, L positions, E floats per position.
  */
