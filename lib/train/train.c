@@ -748,7 +748,7 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
 		    (p->validity &&
 		     (rc = cm_metrics_classify(f->valid.n, f->valid.y, f->valid.p, &f->cvalid))))
 			goto done;
-		f->rounds = fit_rounds(f->m);
+		int rounds = fit_rounds(f->m);
 		cm_free(f->m);
 		f->m = NULL;
 		tr_part_free(&f->train);
@@ -756,7 +756,7 @@ int tr_fit_eval(const cm_kind *k, const cm_params *p, const tr_set *ts, const ch
 			sel[i] = hold[i] == TR_VALID ? TR_TRAIN : hold[i];
 		if ((rc = tr_part_build(ts, y, sel, TR_TRAIN, f->d, &f->train)))
 			goto done;
-		q.rounds = f->rounds > 0 ? f->rounds : p->rounds;
+		q.rounds = rounds > 0 ? rounds : p->rounds;
 		q.early_stop = 0;
 		dtr = tr_part_data(&f->train);
 		rc = cm_fit(k, &q, &dtr, NULL, &f->m);
@@ -868,7 +868,6 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 	char v[8][48];
 	int rc;
 	memset(&mm, 0, sizeof mm);
-	snprintf(v[7], 48, "%d", f->valid.n);
 	snprintf(v[0], 48, "%d", feat_version(feat));
 	snprintf(v[1], 48, "%d", f->d);
 	snprintf(v[2], 48, "%lld", (long long)src->hw_id);
@@ -876,6 +875,7 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 	snprintf(v[4], 48, "%d", f->hold.n);
 	snprintf(v[5], 48, "%llu", (unsigned long long)p->seed);
 	snprintf(v[6], 48, "%lld", (long long)time(NULL));
+	snprintf(v[7], 48, "%d", f->valid.n);
 	const char *kv[][2] = {
 		{ "feature", feat_kind_name(feat) }, { "feature_version", v[0] },
 		{ "feature_length", v[1] }, { "hardware", src->hw_key }, { "hardware_id", v[2] },

@@ -179,8 +179,6 @@ typedef struct tr_fit {
 	cm_model *m;
 	cm_metrics mtrain, mhold;
 	cm_metrics mvalid;       /* of the first fit, the one that stopped on them */
-	int rounds;              /* the rounds (epochs) the validation rows chose,
-	                            0 when the kind says none */
 	int validity;            /* a validity classifier (cm_params.validity): */
 	cm_class_metrics ctrain, chold, cvalid; /* its metrics (then those of
 	                            mtrain, mhold and mvalid compare probabilities
