@@ -105,13 +105,18 @@ test_expect_success 'model shows the metrics of the meta text' '
 	sql "INSERT INTO model(kind, hardware_id, created, meta) VALUES ('\''xgb'\'', 1, 1795000000, '\''holdout_rmse 0.125
 holdout_top1 0.9
 n_train 321
+rounds 17
+valid_top1 0.75
 feature itervar'\'')" &&
 	tunekit report model >models &&
 	test_rows models 1 &&
 	test "$(tsv_col models holdout_rmse)" = 0.125 &&
 	test "$(tsv_col models n_train)" = 321 &&
 	test "$(tsv_col models feature)" = itervar &&
-	test -z "$(tsv_col models holdout_mse)"
+	test "$(tsv_col models rounds)" = 17 &&
+	test "$(tsv_col models valid_top1)" = 0.75 &&
+	test -z "$(tsv_col models holdout_mse)" &&
+	test -z "$(tsv_col models n_valid)"
 '
 
 test_expect_success 'json output of curve, compare and model parses' '

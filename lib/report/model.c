@@ -1,7 +1,8 @@
 /*
  * model: the cost models of the store's model table for `tunekit report
  * model`: each model's kind, hardware and creation time, and the holdout
- * metrics `tunekit train` writes into its meta text as "key value" lines
+ * and validation metrics and rounds `tunekit train` writes into its meta
+ * text as "key value" lines
  * (the schema's "key=value" spelling is accepted too). Contracts are in
  * report.h.
  */
@@ -15,7 +16,8 @@
 
 const char *const rp_model_keys[RP_MODEL_NKEY] = {
 	"n_train", "feature", "objective", "holdout_rmse", "holdout_mse", "holdout_mse_d",
-	"holdout_top1", "holdout_top5", "holdout_spearman",
+	"holdout_top1", "holdout_top5", "holdout_spearman", "rounds", "n_valid",
+	"valid_top1", "valid_top5",
 };
 
 void rp_model_meta_parse(char *buf, const char **aVal)

@@ -152,7 +152,7 @@ void rp_compare_free(rp_compare *c); /* NULL is allowed */
 /* ---- models ------------------------------------------------------------ */
 
 /* The metrics `tunekit train` stores in a model's meta text, in this order. */
-#define RP_MODEL_NKEY 9
+#define RP_MODEL_NKEY 13
 extern const char *const rp_model_keys[RP_MODEL_NKEY];
 
 typedef struct rp_model {
