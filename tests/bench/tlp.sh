@@ -15,6 +15,9 @@
 #      tlp@F                  TLP on that share alone
 #      one-record             no model: one more timing of each held-out
 #                             program, the ceiling label noise leaves
+#      near-record            no model: the held-out programs ranked by
+#                             their latency on the nearest auxiliary
+#                             hardware (TLP_AUX_NEAR), no target record
 #    Every row stops early on validation networks, training networks the
 #    holdout resembles (TLP_VALID), then is fit again with them at the
 #    rounds (epochs) they chose (train --valid-network): nothing is chosen
@@ -123,17 +126,14 @@ model() {
 			printf "\n" }'
 }
 
-# The noise ceiling: how a model would score that knew one more timing of
-# every held-out program. Over the programs with 3+ valid records on the
-# target, the first record's latency ranks, the median of the others is the
-# label; top-1 and top-5 as above. Two timings of one kernel differ (other
-# load on the host), so even this oracle is under 1.
-one_record() {
-	q "SELECT t.key, m.config_id, m.median FROM measurement m JOIN config c ON c.id = m.config_id
-		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $TARGET AND m.valid = 1
-		ORDER BY m.id" | awk -F'|' -v nets="$HOLDOUT" '
+# score NAME: a row of the table for a "model" that is no model, from
+# lines task|config|pred|truth on stdin (latencies: the lower pred, the
+# higher ranked): per held-out task top-1 and top-5 of the programs ranked
+# by pred, scored by truth, weighted by occurrences as train's.
+score() {
+	awk -F'|' -v name="$1" -v nets="$HOLDOUT" '
 		FILENAME ~ /holdout-tasks/ { split($0, f, "\t"); w[f[1], f[2]]++; held[f[2]] = 1; next }
-		held[$1] { c = $2; task[c] = $1; lat[c, ++n[c]] = $3 }
+		held[$1] { pred[$2] = $3; truth[$2] = $4; prog[$1] = prog[$1] " " $2; rows++ }
 		# top-k of the programs P[1..np] of one task, sorted by pred, scored by truth
 		function topk(k,   i, b, bk) {
 			for (i = 1; i <= np; i++) if (i == 1 || truth[P[i]] < b) b = truth[P[i]]
@@ -141,14 +141,6 @@ one_record() {
 			return b / bk
 		}
 		END {
-			for (c in n) {
-				if (n[c] < 3) continue
-				pred[c] = lat[c, 1]; delete v; k = 0
-				for (i = 2; i <= n[c]; i++) v[++k] = lat[c, i]
-				for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
-				truth[c] = k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-				prog[task[c]] = prog[task[c]] " " c; rows++
-			}
 			nn = split(nets, net, " ")
 			for (t in prog) {
 				np = split(prog[t], P, " ")
@@ -159,11 +151,53 @@ one_record() {
 					nw[i] += x; n1[i] += x * t1; n5[i] += x * t5 }
 			}
 			if (!ntask) exit
-			printf "%-18s %7s %7d %6d %7.4f %-15s %7.4f %-15s %8s %8s", "one-record", "-", rows,
+			printf "%-18s %7s %7d %6d %7.4f %-15s %7.4f %-15s %8s %8s", name, "-", rows,
 				ntask, A1 / W, "", A5 / W, "", "-", "-"
 			for (i = 1; i <= nn; i++) printf " %5.3f/%5.3f", nw[i] ? n1[i] / nw[i] : 0, nw[i] ? n5[i] / nw[i] : 0
 			printf "\n"
 		}' "$DIR/holdout-tasks.tsv" -
+}
+
+# The valid records of the held-out tasks on hardware $1, in the order
+# they were taken: task|config|latency.
+held_records() {
+	q "SELECT t.key, m.config_id, m.median FROM measurement m JOIN config c ON c.id = m.config_id
+		JOIN task t ON t.id = c.task_id WHERE m.hardware_id = $1 AND m.valid = 1
+		ORDER BY m.id" | awk -F'|' 'FILENAME ~ /holdout-tasks/ { split($0, f, "\t"); held[f[2]] = 1; next }
+		held[$1]' "$DIR/holdout-tasks.tsv" -
+}
+
+# The median of the latencies v[1..k] (sorts v).
+MEDIAN='function median(v, k,   i, j, x) {
+	for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { x = v[i]; v[i] = v[j]; v[j] = x }
+	return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+}'
+
+# The noise ceiling: how a model would score that knew one more timing of
+# every held-out program. Over the programs with 3+ valid records on the
+# target, the first record's latency ranks, the median of the others is the
+# label. Two timings of one kernel differ (other load on the host), so even
+# this oracle is under 1.
+one_record() {
+	held_records "$TARGET" | awk -F'|' "$MEDIAN"'
+		{ c = $2; task[c] = $1; lat[c, ++n[c]] = $3 }
+		END { for (c in n) if (n[c] >= 3) { delete v
+			for (i = 2; i <= n[c]; i++) v[i - 1] = lat[c, i]
+			print task[c] "|" c "|" lat[c, 1] "|" median(v, n[c] - 1) } }' | score one-record
+}
+
+# Another machine's measurements instead of a model: the held-out programs
+# ranked by their median latency on the nearest auxiliary hardware, scored
+# by the target's (the programs valid on both): what the auxiliary's own
+# data, with no model and no record of the target, would choose.
+near_record() {
+	{ held_records "$TLP_AUX_NEAR" | sed 's/^/a|/'; held_records "$TARGET" | sed 's/^/t|/'; } |
+		awk -F'|' "$MEDIAN"'
+		{ c = $3; task[c] = $2; k = ++n[$1, c]; lat[$1, c, k] = $4 }
+		function med(h, c,   i) { delete v; for (i = 1; i <= n[h, c]; i++) v[i] = lat[h, c, i]
+			return median(v, n[h, c]) }
+		END { for (c in task) if (n["a", c] && n["t", c])
+			print task[c] "|" c "|" med("a", c) "|" med("t", c) }' | score near-record
 }
 
 if [ "${TLP_MODELS:-1}" = 1 ] || [ ! -e "$DIR/tlp.model" ]; then
@@ -184,6 +218,7 @@ if [ -n "$TLP_AUX_NEAR" ]; then
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
 one_record
+[ -z "$TLP_AUX_NEAR" ] || near_record
 fi
 
 # 2. Search on the held-out tasks' pools (of at least TLP_POOL_MIN records),
