@@ -32,7 +32,9 @@
 # default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
 # TLP_VALID ("bert-large resnet-50"; "": xgb stops early on the holdout, the
 # neural rows train TLP_EPOCHS epochs),
-# TLP_AUX_NEAR (hardware id of the -near row's auxiliary), TLP_SEEDS (3:
+# TLP_AUX (the mtl-tlp row's auxiliary hardware ids, comma-separated;
+# default: every other hardware with records), TLP_AUX_NEAR (hardware id
+# of the -near row's auxiliary), TLP_SEEDS (3:
 # each model is trained with seeds 1..N, the table gives means and
 # ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
 # has and run the search only).
@@ -58,8 +60,8 @@ for k in knob itervar tlp; do
 	echo "extract-features --kind $k: $(echo "$(date +%s.%N) - $t0" | bc) s" >&2
 done
 TARGET=${TLP_TARGET:-$(q "SELECT hardware_id FROM measurement GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1")}
-AUX=$(q "SELECT hardware_id FROM measurement WHERE hardware_id != $TARGET GROUP BY 1
-	HAVING COUNT(*) > 0 ORDER BY 1" | paste -sd, -)
+AUX=${TLP_AUX:-$(q "SELECT hardware_id FROM measurement WHERE hardware_id != $TARGET GROUP BY 1
+	HAVING COUNT(*) > 0 ORDER BY 1" | paste -sd, -)}
 # The nearest auxiliary: the same CPU and compiler, the next narrower ISA
 # (avx512 -> avx2 -> sse2), else the same ISA and compiler on the other CPU
 # with the most records; chosen before any record is seen.
