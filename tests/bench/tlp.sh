@@ -129,13 +129,14 @@ model() {
 }
 
 # score NAME: a row of the table for a "model" that is no model, from
-# lines task|config|pred|truth on stdin (latencies: the lower pred, the
-# higher ranked): per held-out task top-1 and top-5 of the programs ranked
-# by pred, scored by truth, weighted by occurrences as train's.
+# lines task|config|pred|truth of held-out tasks (held_records') on stdin
+# (latencies: the lower pred, the higher ranked): per held-out task top-1
+# and top-5 of the programs ranked by pred, scored by truth, weighted by
+# occurrences as train's.
 score() {
 	awk -F'|' -v name="$1" -v nets="$HOLDOUT" '
-		FILENAME ~ /holdout-tasks/ { split($0, f, "\t"); w[f[1], f[2]]++; held[f[2]] = 1; next }
-		held[$1] { pred[$2] = $3; truth[$2] = $4; prog[$1] = prog[$1] " " $2; rows++ }
+		FILENAME ~ /holdout-tasks/ { split($0, f, "\t"); w[f[1], f[2]]++; next }
+		{ pred[$2] = $3; truth[$2] = $4; prog[$1] = prog[$1] " " $2; rows++ }
 		# top-k of the programs P[1..np] of one task, sorted by pred, scored by truth
 		function topk(k,   i, b, bk) {
 			for (i = 1; i <= np; i++) if (i == 1 || truth[P[i]] < b) b = truth[P[i]]
