@@ -293,6 +293,20 @@ test_expect_success 'a model file that cannot be written exits 1 and adds no mod
 	test "$(sql "SELECT COUNT(*) FROM model")" -eq "$before"
 '
 
+# --out /dev/null once replaced the device with a regular file (the model
+# was written to a temporary file and renamed over it).
+test_expect_success '--out to a FIFO or a link writes into it and leaves it as it was' '
+	mkfifo fifo.model && { timeout 60 cat fifo.model >got.model & } &&
+	tunekit train -q --feature knob --rounds 2 --out fifo.model >/dev/null && wait &&
+	test -p fifo.model && head -n 1 got.model | grep -qx "tunekit-model 1" &&
+	: >real.model && ln -s real.model link.model &&
+	tunekit train -q --feature knob --rounds 2 --out link.model >/dev/null &&
+	test -L link.model && head -n 1 real.model | grep -qx "tunekit-model 1" &&
+	mkdir dir.model &&
+	test_expect_code 1 tunekit train -q --feature knob --rounds 2 --out dir.model 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "dir.model" err && test -d dir.model
+'
+
 test_expect_success 'man page of train documents its options and lints clean' '
 	tunekit train --help >help &&
 	sed "/^common options:/,\$d" help | grep -o -- "--[a-z][a-z-]*" | sort -u >opts &&

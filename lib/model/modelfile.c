@@ -215,6 +215,11 @@ int mf_write(const char *path, const mf_meta *m, const void *payload, size_t len
 	assert(path && m);
 	if ((rc = mf_encode(m, payload, len, &buf, &n)))
 		return rc;
+	if (tk_is_special(path)) { /* /dev/null, a FIFO, a link: written into */
+		rc = tk_write_into(path, buf, n);
+		free(buf);
+		return rc;
+	}
 	if (!(tmp = malloc(strlen(path) + 16))) {
 		free(buf);
 		return tk_seterr(TK_ENOMEM, "out of memory");
@@ -224,18 +229,7 @@ int mf_write(const char *path, const mf_meta *m, const void *payload, size_t len
 		rc = tk_seterr(TK_EIO, "%s: cannot create a temporary file: %s", path, strerror(errno));
 		goto out;
 	}
-	const char *s = buf;
-	size_t left = n;
-	while (left > 0) {
-		ssize_t w = write(fd, s, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		s += w;
-		left -= (size_t)w;
-	}
-	if (left > 0 || fchmod(fd, 0644) || fsync(fd)) {
+	if (tk_write_all(fd, buf, n) || fchmod(fd, 0644) || fsync(fd)) {
 		rc = tk_seterr(TK_EIO, "%s: %s", tmp, strerror(errno ? errno : EIO));
 		close(fd);
 		unlink(tmp);

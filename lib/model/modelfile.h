@@ -48,7 +48,9 @@ int mf_set(mf_meta *m, const char *key, const char *val);
 const char *mf_get(const mf_meta *m, const char *key);
 
 /* Write meta and payload to path atomically (a temp file in the same
- * directory, renamed over path). TK_EIO (path unchanged) on failure. */
+ * directory, renamed over path). TK_EIO (path unchanged) on failure. A path
+ * that is a device, FIFO or link (/dev/null, /dev/stdout) is written
+ * into instead, never replaced. */
 int mf_write(const char *path, const mf_meta *m, const void *payload, size_t len);
 /* Read path. *payload is malloc'd (caller frees). TK_EIO if path cannot be
  * read; TK_ECORRUPT with a message naming the problem for anything not a

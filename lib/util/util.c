@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -366,24 +367,52 @@ int tk_parse_f64(const char *s, double *out)
 	return TK_OK;
 }
 
-int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n, int mode)
+int tk_write_all(int fd, const void *data, size_t n)
 {
 	const char *s = data;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
-	if (fd < 0)
-		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
 	while (n > 0) {
 		ssize_t k = write(fd, s, n);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return tk_seterr(TK_EIO, "cannot write %s: %s", tmp, strerror(e));
-		}
+		if (k <= 0)
+			return -1;
 		s += k;
 		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int tk_is_special(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+int tk_write_into(const char *path, const void *data, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return tk_seterr(TK_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (tk_write_all(fd, data, n) < 0) {
+		int e = errno ? errno : EIO;
+		close(fd);
+		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(e));
+	}
+	if (close(fd) < 0)
+		return tk_seterr(TK_EIO, "cannot write %s: %s", path, strerror(errno));
+	return TK_OK;
+}
+
+int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n, int mode)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+	if (fd < 0)
+		return tk_seterr(TK_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	if (tk_write_all(fd, data, n) < 0) {
+		int e = errno ? errno : EIO;
+		close(fd);
+		unlink(tmp);
+		return tk_seterr(TK_EIO, "cannot write %s: %s", tmp, strerror(e));
 	}
 	if (close(fd) < 0 || rename(tmp, path) < 0) {
 		int e = errno;

@@ -137,5 +137,15 @@ int tk_shard_has(const tk_shard *sh, int64_t n);
  * rename it to path, so readers see the whole file or none of it. TK_EIO
  * with the reason; tmp is removed on failure. */
 int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t n, int mode);
+/* Write n bytes of data to fd, retrying short writes and EINTR: 0, or -1
+ * with errno. */
+int tk_write_all(int fd, const void *data, size_t n);
+/* 1 if path exists and is not a regular file: a device, FIFO, directory
+ * or symbolic link (/dev/null, /dev/stdout), which an output is written
+ * into (tk_write_into), never renamed over. */
+int tk_is_special(const char *path);
+/* Write data into the existing file path (links followed, truncated if a
+ * regular file): TK_EIO with the reason. */
+int tk_write_into(const char *path, const void *data, size_t n);
 
 #endif
