@@ -102,7 +102,8 @@ int ms_lock_choice(struct tk_ctx *ctx, const char *opt_lock, const char **lock, 
 
 enum {
 	NEEDS_STORE = 1,  /* tk_ctx_store() opens the store */
-	STORE_WRITE = 2   /* ... for writing (created if absent) */
+	STORE_WRITE = 2,  /* ... for writing (created if absent) */
+	USES_BLAS = 4     /* runs neural models: OpenBLAS's kernels matter */
 };
 
 typedef struct tk_ctx tk_ctx;

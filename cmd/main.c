@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "nn/nn.h"
 
 int cmd_cache(int argc, char **argv, tk_ctx *ctx);
 int cmd_export(int argc, char **argv, tk_ctx *ctx);
@@ -38,12 +39,12 @@ static const tk_cmd commands[] = {
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
 	{ "merge", cmd_merge, 0, "merge the record stores of many machines or shards into one" },
-	{ "pretrain-meta", cmd_pretrain_meta, NEEDS_STORE | STORE_WRITE,
+	{ "pretrain-meta", cmd_pretrain_meta, NEEDS_STORE | STORE_WRITE | USES_BLAS,
 	  "meta-train MetaTune's cost model (MAML) on a dataset store" },
 	{ "report", cmd_report, NEEDS_STORE, "best configurations and runs in the store" },
-	{ "train", cmd_train, NEEDS_STORE | STORE_WRITE, "train a cost model on stored records and measure it on held-out tasks" },
-	{ "transfer", cmd_transfer, NEEDS_STORE | STORE_WRITE, "adapt a trained cost model to other hardware: Moses, fine-tuning, xgb warm start" },
-	{ "tune", cmd_tune, NEEDS_STORE | STORE_WRITE, "tune tasks or a network with a learned cost model" },
+	{ "train", cmd_train, NEEDS_STORE | STORE_WRITE | USES_BLAS, "train a cost model on stored records and measure it on held-out tasks" },
+	{ "transfer", cmd_transfer, NEEDS_STORE | STORE_WRITE | USES_BLAS, "adapt a trained cost model to other hardware: Moses, fine-tuning, xgb warm start" },
+	{ "tune", cmd_tune, NEEDS_STORE | STORE_WRITE | USES_BLAS, "tune tasks or a network with a learned cost model" },
 };
 
 const tk_cmd *main_find_cmd(const char *name);
@@ -104,6 +105,19 @@ static char *join_argv(int argc, char **argv)
 	return tk_sb_take(&sb);
 }
 
+/* OpenBLAS chose its kernels when the binary loaded. Where it fell back to
+ * kernels without AVX2 on a CPU newer than the library, start again with
+ * $OPENBLAS_CORETYPE naming the core this CPU has (never over a value the
+ * user set); if the exec fails, go on with the kernels there are. */
+static void blas_core_fix(char **argv)
+{
+	const char *core;
+	if (getenv("OPENBLAS_CORETYPE") || !(core = nn_blas_core_want()))
+		return;
+	if (setenv("OPENBLAS_CORETYPE", core, 1) == 0)
+		execv("/proc/self/exe", argv);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tunekit COMMAND [OPTIONS] [ARGS]\n"
@@ -127,7 +141,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	} else if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("tunekit %s\n", TK_VERSION);
+		blas_core_fix(argv);
+		printf("tunekit %s\nOpenBLAS core %s\n", TK_VERSION, nn_blas_core());
 		return EXIT_OK;
 	} else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
@@ -137,6 +152,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
+	if (cmd->flags & USES_BLAS)
+		blas_core_fix(argv);
 	tk_ctx ctx;
 	char prog[64];
 	memset(&ctx, 0, sizeof ctx);

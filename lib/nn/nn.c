@@ -5,11 +5,13 @@
 #include "nn.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- parameter blocks ------------------------------------------------ */
 
@@ -61,6 +63,37 @@ void nn_init_uniform(float *p, size_t n, float bound, tk_rng *r)
 {
 	for (size_t i = 0; i < n; i++)
 		p[i] = (float)((2 * tk_rng_unif(r) - 1) * bound);
+}
+
+/* ---- the BLAS -------------------------------------------------------- */
+
+const char *nn_blas_core(void)
+{
+	const char *c = openblas_get_corename();
+	return c ? c : "unknown";
+}
+
+const char *nn_blas_core_want(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	/* Core types with AVX2 kernels, as OpenBLAS's DYNAMIC_ARCH names them:
+	 * a choice among these (a pin to Haswell on an AVX-512 CPU too) stays. */
+	static const char *const avx2[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake",
+		                            "SapphireRapids" };
+	const char *core = nn_blas_core();
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return NULL;
+	for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; i++)
+		if (!strcasecmp(core, avx2[i]))
+			return NULL;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+		return "SkylakeX";
+	return "Haswell";
+#else
+	return NULL;
+#endif
 }
 
 /* ---- checkpoints ----------------------------------------------------- */

@@ -53,6 +53,21 @@ void nn_init_uniform(float *p /* (P) */, size_t n, float bound, tk_rng *r);
 /* p[i] = value. */
 void nn_fill(float *p /* (P) */, size_t n, float value);
 
+/* ---- the BLAS -------------------------------------------------------- */
+
+/* OpenBLAS's core type, as it names it ("SkylakeX", "Haswell", "Zen", ...):
+ * the kernels it chose when the program loaded, from the CPU or from
+ * $OPENBLAS_CORETYPE. */
+const char *nn_blas_core(void);
+/* The core type this CPU should run instead, when OpenBLAS's own choice
+ * has no AVX2 kernels on a CPU with AVX2 and FMA: a library older than
+ * the CPU falls back to its generic x86-64 kernels (OpenBLAS 0.3.21 runs
+ * a Xeon family 6 model 207 on "Prescott", SSE3, 2.6 times slower for
+ * TLP's training). "SkylakeX" where the CPU has AVX-512 (F, VL, BW, DQ),
+ * else "Haswell"; NULL when the choice is fine or the CPU has no AVX2.
+ * It takes effect only through $OPENBLAS_CORETYPE in a new process. */
+const char *nn_blas_core_want(void);
+
 /* ---- checkpoints ----------------------------------------------------- */
 /* A checkpoint is a 40-byte header (magic "TKNN", version, the caller's
  * model tag, the parameter count, an FNV-1a hash of the parameters) and
