@@ -222,7 +222,7 @@ $(BUILD)/bench/tlp_score: tests/bench/tlp_score.c $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
 bench-tlp: tunekit $(BUILD)/bench/tlp_score
-	$(BUILD)/bench/tlp_score
+	$(BLAS_CORE) $(BUILD)/bench/tlp_score
 	sh tests/bench/tlp.sh ./tunekit $(TLP_DATASET) $(BUILD)/bench/tlp
 	sh tests/bench/kt-mtl.sh ./tunekit $(BUILD)/bench/tlp $(KT_SEEDS)
 
@@ -270,6 +270,11 @@ $(BUILD)/bench/features: tests/bench/features.c $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
 
+# The benches of lib/nn run on the OpenBLAS kernels tunekit itself runs:
+# where OpenBLAS falls back to SSE3 on a CPU newer than it, tunekit starts
+# again with OPENBLAS_CORETYPE set (man tunekit), and so do these.
+BLAS_CORE = OPENBLAS_CORETYPE="$${OPENBLAS_CORETYPE:-$$(./tunekit --version | sed -n 's/^OpenBLAS core //p')}"
+
 # lib/nn at TLP's size: GFLOPS of the linear layer and the attention,
 # forward and backward, median of NN_RUNS runs (tests/bench/nn.c).
 NN_BATCH ?= 512
@@ -278,8 +283,8 @@ $(BUILD)/bench/nn: tests/bench/nn.c $(BUILD)/libtunekit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtunekit.a $(LDLIBS)
 
-bench-nn: $(BUILD)/bench/nn
-	$(BUILD)/bench/nn $(NN_BATCH) $(NN_RUNS)
+bench-nn: tunekit $(BUILD)/bench/nn
+	$(BLAS_CORE) $(BUILD)/bench/nn $(NN_BATCH) $(NN_RUNS)
 
 bench: tunekit $(BUILD)/bench/features
 	$(BUILD)/bench/features 1000

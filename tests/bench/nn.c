@@ -103,6 +103,7 @@ int main(int argc, char **argv)
 		{ "attention forward", att_fwd, attflops },
 		{ "attention backward", att_bwd, 2 * attflops },
 	};
+	printf("OpenBLAS core %s\n\n", nn_blas_core());
 	printf("| layer (B=%d, L=%d, E=%d, H=%d) | median ms | GFLOPS |\n|---|---|---|\n", B, L, E, H);
 	for (int i = 0; i < ArraySize(rows); i++) {
 		double t = median_seconds(rows[i].fn, &s, runs);

@@ -53,7 +53,8 @@ rm -f "$DB" "$DB-wal" "$DB-shm"
 sqlite3 "$SRC" ".backup '$DB'"
 q() { sqlite3 "$DB" "$1"; }
 
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs" >&2
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs;" \
+	"$("$TK" --version | sed -n '/^OpenBLAS core/p')" >&2
 for k in knob itervar tlp; do
 	t0=$(date +%s.%N)
 	"$TK" extract-features -q --db "$DB" --kind "$k"

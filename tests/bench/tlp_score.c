@@ -18,6 +18,7 @@
 
 #include "features/feature.h"
 #include "model/cost.h"
+#include "nn/nn.h"
 #include "task/te.h"
 
 static const char *const default_tasks[] = {
@@ -101,6 +102,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tlp_score [N [TASK...]]\n");
 		return 2;
 	}
+	printf("OpenBLAS core %s\n", nn_blas_core());
 	if (argc > 2)
 		for (int i = 2; i < argc; i++)
 			rc |= bench(argv[i], n);
