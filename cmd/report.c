@@ -454,8 +454,11 @@ static int curve_plot(tk_ctx *ctx, const curve_sel *sel, int nRun, rp_run **aRun
 		aLine[k].run_id = sel->run[k];
 		aLine[k].run_end = NAN;
 		for (int i = 0; i < nRun; i++)
-			if (aRun[i]->id == sel->run[k] && aRun[i]->nstep)
-				aLine[k].run_end = aRun[i]->step[aRun[i]->nstep - 1].seconds;
+			if (aRun[i]->id == sel->run[k]) {
+				aLine[k].method = aRun[i]->method;
+				if (aRun[i]->nstep)
+					aLine[k].run_end = aRun[i]->step[aRun[i]->nstep - 1].seconds;
+			}
 	}
 	tk_sb_init(&sb);
 	rc = rp_plot_svg(&sb, aLine, sel->n, xaxes, o.log);

@@ -56,7 +56,8 @@ test_expect_success 'curve --plot --x seconds --log draws one chart; --plot - wr
 	grep -q "log scale" d.svg &&
 	! grep -q "Trials" d.svg &&
 	test "$(grep -c "<path" d.svg)" -eq 4 &&
-	grep -q "width=\"800\" height=\"500\"" d.svg
+	grep -q "width=\"800\" height=\"500\"" d.svg &&
+	grep -q ">run 2 measure: $DENSE_KEY<" d.svg
 '
 
 test_expect_success 'compare has one row per task and a summary row' '

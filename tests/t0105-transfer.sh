@@ -84,6 +84,7 @@ test_expect_success 'tune --model-file --adapt: online transfer refits a copy of
 		--sa-iters 20 --model-file tlp.model --adapt moses >recs &&
 	test_rows recs 16 &&
 	sqlite3 online.db "SELECT params FROM run" | grep -q "^adapt=moses$" &&
+	test "$(sqlite3 online.db "SELECT method FROM run")" = tune/tlp+sa+moses &&
 	tunekit tune -q --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --feature knob \
 		--model-file xgb.model --adapt xgb-warm >recs &&

@@ -254,11 +254,14 @@ int rp_run_load(tk_store *s, int64_t id, rp_run **out)
 {
 	run_builder b;
 	double started = 0;
+	char method[sizeof b.r->method];
 	int rc;
 	assert(s && out);
 	*out = NULL;
-	if ((rc = store_run_started(s, id, &started)) || (rc = builder_init(&b, id, started)))
+	if ((rc = store_run_started(s, id, &started, method, sizeof method)) ||
+	    (rc = builder_init(&b, id, started)))
 		return rc;
+	memcpy(b.r->method, method, sizeof method);
 	if ((rc = store_run_records(s, id, load_rec, &b))) {
 		builder_abort(&b);
 		return rc;

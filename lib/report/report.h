@@ -72,6 +72,7 @@ typedef struct rp_step {
 typedef struct rp_run {
 	int64_t id;
 	double started;
+	char method[64];  /* run.method ("" when built from records alone) */
 	int nstep;
 	rp_step *step;    /* every measurement of the run in trial order */
 	int ncurve;
@@ -244,12 +245,13 @@ typedef struct rp_chart {
 #define RP_SVG_H 500
 int rp_svg(tk_sb *sb, const rp_chart *aChart, int nChart, int width, int height);
 
-/* One tuning curve to plot: the curve, its run, and the seconds of the
- * run's last measurement (where the curve ends on a seconds axis). */
+/* One tuning curve to plot: the curve, its run, the seconds of the run's
+ * last measurement (where the curve ends on a seconds axis), its method. */
 typedef struct rp_plot_line {
 	const rp_curve *curve;
 	int64_t run_id;
 	double run_end;
+	const char *method; /* the run's, named in the legend (NULL or "": not) */
 } rp_plot_line;
 
 enum { RP_X_TRIALS = 1, RP_X_SECONDS = 2 };

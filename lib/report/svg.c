@@ -601,7 +601,9 @@ int rp_plot_svg(tk_sb *sb, const rp_plot_line *aLine, int n, int xaxes, int logx
 		tk_sb lb;
 		tk_sb_init(&lb);
 		if (multiRun)
-			tk_sb_printf(&lb, "run %lld%s", (long long)aLine[k].run_id, multiTask ? ": " : "");
+			tk_sb_printf(&lb, "run %lld%s%s%s", (long long)aLine[k].run_id,
+			             aLine[k].method && aLine[k].method[0] ? " " : "",
+			             aLine[k].method ? aLine[k].method : "", multiTask ? ": " : "");
 		if (multiTask || !multiRun)
 			tk_sb_puts(&lb, c->task);
 		if (!(aLabel[k] = tk_sb_take(&lb))) {

@@ -1,29 +1,34 @@
 /*
  * report: store lookups of `tunekit report` and `tunekit export` (see
- * store_report.h): a run's start, the latest run, a task's best latency on
+ * store_report.h): a run's start and method, the latest run, a task's best latency on
  * a hardware, a hardware row, the hardware list.
  */
 #include "store_report.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
 #include "util/util.h"
 
-int store_run_started(tk_store *s, int64_t run_id, double *started)
+int store_run_started(tk_store *s, int64_t run_id, double *started, char *method, size_t size)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	assert(s && started);
-	if ((rc = store_prepare(s, "SELECT started FROM run WHERE id = ?1", &st)))
+	if ((rc = store_prepare(s, "SELECT started, method FROM run WHERE id = ?1", &st)))
 		return rc;
 	sqlite3_bind_int64(st, 1, run_id);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*started = sqlite3_column_double(st, 0);
+		if (method && size) {
+			const char *m = (const char *)sqlite3_column_text(st, 1);
+			snprintf(method, size, "%s", m ? m : "");
+		}
 		rc = TK_OK;
 	} else if (rc == SQLITE_DONE) {
 		rc = tk_seterr(TK_ENOTFOUND, "no run %lld", (long long)run_id);

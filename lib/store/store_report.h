@@ -8,13 +8,15 @@
 #ifndef TK_STORE_REPORT_H
 #define TK_STORE_REPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store.h"
 
-/* When run run_id started (run.started, Unix seconds) into *started.
- * TK_ENOTFOUND ("no run ID") if there is no such run; TK_ESTORE. */
-int store_run_started(tk_store *s, int64_t run_id, double *started);
+/* When run run_id started (run.started, Unix seconds) into *started, and
+ * when method is not NULL its method (e.g. tune/xgb+sa), cut to size - 1
+ * bytes. TK_ENOTFOUND ("no run ID") if there is no such run; TK_ESTORE. */
+int store_run_started(tk_store *s, int64_t run_id, double *started, char *method, size_t size);
 
 /* The id of the most recent run (the highest id) into *run_id. TK_ENOTFOUND
  * ("the store has no runs") if there is none; TK_ESTORE. */

@@ -964,8 +964,8 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 	} else {
 		char method[64], *params = tn_opts_format(all->o, all->ntask, all->task, all->weight);
 		if (J.C.sk->plan)
-			snprintf(method, sizeof method, "tune/%s+%s%s", o->model, o->search,
-			         o->ms.run.adaptive ? "+adaptive" : "");
+			snprintf(method, sizeof method, "tune/%s+%s%s%s%s", o->model, o->search,
+			         o->adapt[0] ? "+" : "", o->adapt, o->ms.run.adaptive ? "+adaptive" : "");
 		else
 			snprintf(method, sizeof method, "tune/%s%s", o->search,
 			         o->ms.run.adaptive ? "+adaptive" : "");

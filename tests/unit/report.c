@@ -594,7 +594,7 @@ TEST(test_plot_svg)
 	CHECK_EQ_INT(rp_run_build(2, 10, a2, 2, &r2), TK_OK);
 	rp_plot_line aLine[4] = {
 		{ &r1->curve[0], 1, 3 }, { &r1->curve[1], 1, 3 },
-		{ &r2->curve[0], 2, 2 }, { &r2->curve[1], 2, 2 },
+		{ &r2->curve[0], 2, 2, "tune/xgb+sa" }, { &r2->curve[1], 2, 2, "tune/xgb+sa" },
 	};
 	tk_sb sb;
 	tk_sb_init(&sb);
@@ -603,7 +603,8 @@ TEST(test_plot_svg)
 	CHECK_EQ_INT(count(sb.s, "<path"), 8);
 	CHECK(strstr(sb.s, ">Runs 1, 2: best so far by trial</text>") != NULL);
 	CHECK(strstr(sb.s, ">Runs 1, 2: best so far over time</text>") != NULL);
-	CHECK(strstr(sb.s, ">run 2: b:x=1</text>") != NULL);
+	CHECK(strstr(sb.s, ">run 2 tune/xgb+sa: b:x=1</text>") != NULL);
+	CHECK(strstr(sb.s, ">run 1: b:x=1</text>") != NULL); /* no method named */
 	CHECK(strstr(sb.s, ">Trials (measurements of the task)</text>") != NULL);
 	CHECK(strstr(sb.s, ">Best GFLOPS so far</text>") != NULL);
 	tk_sb_free(&sb);
