@@ -7,6 +7,9 @@
 #    and MSE(D):
 #      xgb-knob, xgb-itervar  AutoTVM's model on two feature kinds
 #      tlp                    TLP on the schedule-primitive sequences
+#      mtl-tlp-near           MTL-TLP: all of the target's training records
+#                             plus the nearest auxiliary hardware's
+#                             (TLP_AUX_NEAR, below)
 #      mtl-tlp@F              MTL-TLP: a share F of the target's training
 #                             records plus every record of the other hardware
 #      mtl-tlp@F-near         the same with one auxiliary hardware, the
@@ -26,6 +29,7 @@
 #    over the configurations the dataset holds (--replay-pool), xgb (refit
 #    online) against the TLP model (scoring from the first plan, never
 #    refit); trials and seconds to reach 95% of the pool's best.
+# 3. Real tuning (TLP_REAL=1): below.
 #
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
 # Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
@@ -37,7 +41,8 @@
 # of the -near row's auxiliary), TLP_SEEDS (3:
 # each model is trained with seeds 1..N, the table gives means and
 # ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
-# has and run the search only).
+# has and run the search only), TLP_REAL, TLP_REAL_TRIALS, TLP_REAL_TASKS,
+# TLP_REAL_SEEDS (part 3).
 set -eu
 TK=$1 SRC=$2 DIR=$3
 EPOCHS=${TLP_EPOCHS:-30}
@@ -212,6 +217,9 @@ echo
 model xgb-knob --model xgb --feature knob
 model xgb-itervar --model xgb --feature itervar
 model tlp --model tlp --feature tlp --rounds "$EPOCHS"
+if [ -n "$TLP_AUX_NEAR" ]; then
+	model mtl-tlp-near --model mtl-tlp --feature tlp --rounds "$EPOCHS" --aux-hw "$TLP_AUX_NEAR"
+fi
 if [ -n "$AUX" ]; then
 	model "mtl-tlp@$FRAC" --model mtl-tlp --feature tlp --rounds "$EPOCHS" --aux-hw "$AUX" \
 		--target-fraction "$FRAC"
@@ -285,34 +293,55 @@ awk -F'\t' '
 ' "$DIR/pool-best.tsv" "$DIR/replay.tsv" "$DIR/curves.tsv" | sort
 fi
 
-# 3. Real tuning (TLP_REAL=1; measures on this CPU, about an hour): xgb+sa
-#    tunes each task for TLP_REAL_TRIALS trials; a tune guided by the TLP model
-#    file does the same; the trials the TLP run needs to reach the best the
-#    xgb+sa run found (and 95% of it).
+# 3. Real tuning (TLP_REAL=1; measures on this CPU, about 10 minutes a task
+#    and seed): for each task and seed 1..TLP_REAL_SEEDS (1), xgb+sa tunes
+#    for TLP_REAL_TRIALS trials; a tune guided by the TLP model file does the
+#    same, never refit (tlp), then again fine-tuning a copy of the model on
+#    the run's own records at every refit (tlp+ft: --adapt finetune); for
+#    each, the best throughput and the trials it needs to reach 95% of the
+#    xgb+sa run's best, and that best itself; the three curves of task i
+#    (of TLP_REAL_TASKS) and seed s in WORKDIR/real-i-ss.svg.
 [ "${TLP_REAL:-0}" = 1 ] || exit 0
 TRIALS=${TLP_REAL_TRIALS:-300}
 REAL=${TLP_REAL_TASKS:-"dense:m=1024,n=1024,k=1024
 conv2d:c=64,h=56,w=56,k=64,pad=1"}
 TDB=$DIR/real.db
 rm -f "$TDB" "$TDB-wal" "$TDB-shm"
-printf '\nreal tuning on this CPU, %s trials each\n' "$TRIALS"
-printf '%-40s %10s %10s %10s %10s\n' task xgb_gflops tlp_gflops tlp_to_95 tlp_to_xgb
+printf '\nreal tuning on this CPU, %s trials each; GFLOPS, then trials to 95%% / 100%% of xgb+sa\n' \
+	"$TRIALS"
+printf '%-36s %4s %7s %7s %11s %7s %11s\n' task seed xgb tlp to_95/xgb tlp+ft to_95/xgb
+i=0
 echo "$REAL" | while read -r task; do
-	"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 >/dev/null
-	xr=$(sqlite3 "$TDB" "SELECT MAX(id) FROM run")
-	"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 \
-		--model-file "$DIR/tlp.model" >/dev/null
-	tr=$(sqlite3 "$TDB" "SELECT MAX(id) FROM run")
-	"$TK" report --db "$TDB" --format tsv curve --run "$xr" --run "$tr" | awk -F'\t' -v xr="$xr" \
-		-v tr="$tr" -v task="$task" '
-		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		{ g[$c["run"], $c["trial"]] = $c["best_gflops"]; n[$c["run"]] = $c["trial"] }
-		END {
-			xb = g[xr, n[xr]]; tb = g[tr, n[tr]]; t95 = "never"; tx = "never"
-			for (t = 1; t <= n[tr]; t++) {
-				if (t95 == "never" && g[tr, t] >= 0.95 * xb) t95 = t
-				if (tx == "never" && g[tr, t] >= xb) tx = t
-			}
-			printf "%-40s %10.1f %10.1f %10s %10s\n", task, xb, tb, t95, tx
-		}'
+	i=$((i + 1))
+	s=1
+	while [ "$s" -le "${TLP_REAL_SEEDS:-1}" ]; do
+		runs=
+		for m in xgb tlp ft; do
+			case $m in
+			xgb) set -- ;;
+			tlp) set -- --model-file "$DIR/tlp.model" ;;
+			ft) set -- --model-file "$DIR/tlp.model" --adapt finetune ;;
+			esac
+			"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 --seed "$s" \
+				"$@" >/dev/null
+			runs="$runs --run $(sqlite3 "$TDB" "SELECT MAX(id) FROM run")"
+		done
+		# shellcheck disable=SC2086
+		"$TK" report --db "$TDB" curve $runs --plot "$DIR/real-$i-s$s.svg" >/dev/null
+		# shellcheck disable=SC2086
+		"$TK" report --db "$TDB" --format tsv curve $runs | awk -F'\t' -v task="$task" -v s="$s" '
+			NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+			{ r = $c["run"]; if (!(r in k)) k[r] = ++nr
+			  g[k[r], $c["trial"]] = $c["best_gflops"]; n[k[r]] = $c["trial"] }
+			function to(j, x,   t) { for (t = 1; t <= n[j]; t++) if (g[j, t] >= x) return t
+				return "never" }
+			END {
+				xb = g[1, n[1]]
+				printf "%-36s %4d %7.1f", task, s, xb
+				for (j = 2; j <= 3; j++)
+					printf " %7.1f %11s", g[j, n[j]], to(j, 0.95 * xb) "/" to(j, xb)
+				printf "\n"
+			}'
+		s=$((s + 1))
+	done
 done
