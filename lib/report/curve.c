@@ -253,16 +253,13 @@ static int load_rec(void *p, const store_rec *rec)
 int rp_run_load(tk_store *s, int64_t id, rp_run **out)
 {
 	run_builder b;
-	double started = 0;
-	char method[sizeof b.r->method];
 	int rc;
 	assert(s && out);
 	*out = NULL;
-	if ((rc = store_run_started(s, id, &started, method, sizeof method)) ||
-	    (rc = builder_init(&b, id, started)))
+	if ((rc = builder_init(&b, id, 0)))
 		return rc;
-	memcpy(b.r->method, method, sizeof method);
-	if ((rc = store_run_records(s, id, load_rec, &b))) {
+	if ((rc = store_run_started(s, id, &b.r->started, b.r->method, sizeof b.r->method)) ||
+	    (rc = store_run_records(s, id, load_rec, &b))) {
 		builder_abort(&b);
 		return rc;
 	}
