@@ -52,6 +52,25 @@ test_expect_success 'mtl-tlp learns a head per hardware from a share of the targ
 	grep -q "given twice" err
 '
 
+test_expect_success 'mtl-tlp trains each epoch on a share of the auxiliary records' '
+	tunekit train -q --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2,3 \
+		--holdout-task $HOLD --rounds 3 --out all.model >all.out &&
+	tunekit train -q --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2,3 --aux-fraction 0.25 \
+		--holdout-task $HOLD --rounds 3 --out part.model >part.out &&
+	grep -a -q "^aux_fraction 0.25$" part.model && ! grep -a -q "^aux_fraction" all.model &&
+	! test_cmp all.out part.out >/dev/null &&
+	tunekit train -q --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2,3 --aux-fraction 1 \
+		--holdout-task $HOLD --rounds 3 --out one.model >one.out &&
+	test_cmp all.out one.out &&
+	test_expect_code 2 tunekit train --model mtl-tlp --feature tlp --hardware 1 \
+		--aux-fraction 0.5 2>err && test $(wc -l <err) -eq 1 && grep -q "needs --aux-hw" err &&
+	for f in 0 -0.5 1.5 nan; do
+		test_expect_code 2 tunekit train --model mtl-tlp --feature tlp --hardware 1 --aux-hw 2 \
+			--aux-fraction $f 2>err && test $(wc -l <err) -eq 1 &&
+		grep -q -e "--aux-fraction needs" err || return 1
+	done
+'
+
 test_expect_success 'a TLP model file guides a replayed tune from the first plan' '
 	tunekit tune -q --db runs.db --replay "$TUNEKIT_DB" --replay-hardware 1 --task $CONV \
 		--trials 12 --plan-size 8 --sa-chains 16 --sa-iters 40 --model-file t1.model >recs &&

@@ -61,6 +61,10 @@ typedef struct cm_params {
 	const char *tree_method; /* NULL: the library's default */
 	tk_rng *rng;             /* draws of resampling models (bootstrap); NULL:
 	                            a generator seeded from seed */
+	double aux_fraction;     /* multi-head models that train in epochs: the
+	                            share of the auxiliary hardware's rows (head
+	                            > 0) each epoch trains on, drawn afresh every
+	                            epoch; 0 or 1: all of them */
 	int seq_e;               /* sequence models: floats per position of a row
 	                            (D = L x seq_e, padding positions all zero);
 	                            0: the whole row is one position */

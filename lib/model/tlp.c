@@ -25,15 +25,16 @@
  * The label is the task's best latency over the row's latency (throughput
  * normalised per task, 0 for invalid rows); the loss is lambdarank (rank,
  * the default) or MSE, over groups of at most TLP_CHUNK rows of one task
- * and head drawn afresh each epoch. AdamW with a linear warm-up and a
- * cosine decay, gradients clipped to norm 1. The model trains a number of
- * epochs (rounds; by default TLP_EPOCHS, or more on small data, to take at
- * least TLP_MINSTEPS steps); given validation rows (cm_fit's valid), it
- * keeps the epoch that ranked them best (cm_ndcg, as xgb stops) and says
- * so as its "rounds", which `tunekit train` uses to fit again on the
- * training and validation rows together (CM_EPOCHS: train gives it
- * validation tasks, never the holdout). Deterministic given
- * the seed, up to OpenBLAS's summation order.
+ * and head drawn afresh each epoch (of an auxiliary head's rows, a share
+ * cm_params.aux_fraction of the groups, drawn afresh too). AdamW with a
+ * linear warm-up and a cosine decay, gradients clipped to norm 1. The
+ * model trains a number of epochs (rounds; by default TLP_EPOCHS, or more
+ * on small data, to take at least TLP_MINSTEPS steps); given validation
+ * rows (cm_fit's valid), it keeps the epoch that ranked them best
+ * (cm_ndcg, as xgb stops) and says so as its "rounds", which `tunekit
+ * train` uses to fit again on the training and validation rows together
+ * (CM_EPOCHS: train gives it validation tasks, never the holdout).
+ * Deterministic given the seed, up to OpenBLAS's summation order.
  *
  * An update (the tuner's refit after a plan) fine-tunes the network it has
  * on all the records so far for about TLP_UPDATESTEPS steps (at least one
@@ -491,12 +492,16 @@ static int tpredict(void *s, const float *x, int nrow, int d, const float *margi
 
 /* Ranking groups of one epoch: the rows of each data group (task and
  * head) shuffled and cut into chunks of at most TLP_CHUNK rows; chunk c
- * is order[start[c] .. start[c] + size[c]). Returns the number of chunks. */
-static int epoch_chunks(const cm_data *tr, tk_rng *r, int *order, int *start, int *size)
+ * is order[start[c] .. start[c] + size[c]). A chunk of an auxiliary head
+ * (head > 0) is kept with probability aux (1: all). Returns the number of
+ * chunks. */
+static int epoch_chunks(const cm_data *tr, double aux, tk_rng *r, int *order, int *start,
+                        int *size)
 {
 	int nc = 0, first = 0, ng = tr->ngroup ? tr->ngroup : 1;
 	for (int g = 0; g < ng; g++) {
 		int gsize = tr->ngroup ? (int)tr->group[g] : tr->n;
+		int sample = aux < 1 && gsize > 0 && tr->head && tr->head[first] > 0;
 		for (int i = 0; i < gsize; i++)
 			order[first + i] = first + i;
 		for (int i = gsize - 1; i > 0; i--) {
@@ -505,6 +510,8 @@ static int epoch_chunks(const cm_data *tr, tk_rng *r, int *order, int *start, in
 			order[first + j] = t;
 		}
 		for (int i = 0; i < gsize; i += TLP_CHUNK) {
+			if (sample && tk_rng_below(r, 1000000) >= aux * 1e6) /* in millionths */
+				continue;
 			start[nc] = first + i;
 			size[nc++] = gsize - i < TLP_CHUNK ? gsize - i : TLP_CHUNK;
 		}
@@ -654,12 +661,21 @@ static int train(tlp_net *n, const cm_data *tr, const cm_data *va, int epochs, i
 	nn_adam_default(&opt);
 	opt.lr = lr;
 	opt.weight_decay = 1e-4f;
-	/* Steps per epoch: about N / BMAX; the schedule needs a total. */
-	int steps_epoch = (int)((N + TLP_BMAX - 1) / TLP_BMAX) + 1, total = epochs * steps_epoch;
+	/* Steps per epoch: about N / BMAX of the rows an epoch draws; the
+	 * schedule needs a total. */
+	double aux = p && tr->head && p->aux_fraction > 0 && p->aux_fraction < 1 ? p->aux_fraction : 1;
+	size_t Nep = N;
+	if (aux < 1) {
+		size_t na = 0;
+		for (size_t i = 0; i < N; i++)
+			na += tr->head[i] > 0;
+		Nep = N - na + (size_t)((double)na * aux);
+	}
+	int steps_epoch = (int)((Nep + TLP_BMAX - 1) / TLP_BMAX) + 1, total = epochs * steps_epoch;
 	int step = 0;
 	double trained = 0;
 	for (int ep = 0; ep < epochs; ep++) {
-		int nc = epoch_chunks(tr, r, w.order, w.chunk, w.csize);
+		int nc = epoch_chunks(tr, aux, r, w.order, w.chunk, w.csize);
 		for (int c = 0; c < nc; c++)
 			w.perm[c] = c;
 		for (int i = nc - 1; i > 0; i--) {

@@ -886,6 +886,11 @@ int tr_save_meta(tk_store *st, const char *path, const tr_fit *f, const tr_sourc
 		rc = mf_set(&mm, kv[i][0], kv[i][1]);
 	if (!rc && p->tree_method)
 		rc = mf_set(&mm, "tree_method", p->tree_method);
+	if (!rc && p->aux_fraction > 0 && p->aux_fraction < 1) {
+		char af[32];
+		snprintf(af, sizeof af, "%g", p->aux_fraction);
+		rc = mf_set(&mm, "aux_fraction", af);
+	}
 	for (int i = 0; extra && i < extra->n && !rc; i++)
 		rc = mf_set(&mm, extra->key[i], extra->val[i]);
 	if (!rc && f->validity)

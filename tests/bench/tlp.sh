@@ -9,7 +9,8 @@
 #      tlp                    TLP on the schedule-primitive sequences
 #      mtl-tlp-near           MTL-TLP: all of the target's training records
 #                             plus the nearest auxiliary hardware's
-#                             (TLP_AUX_NEAR, below)
+#                             (TLP_AUX_NEAR, below), a share
+#                             TLP_AUX_FRACTION of them each epoch
 #      mtl-tlp@F              MTL-TLP: a share F of the target's training
 #                             records plus every record of the other hardware
 #      mtl-tlp@F-near         the same with one auxiliary hardware, the
@@ -32,8 +33,9 @@
 # 3. Real tuning (TLP_REAL=1): below.
 #
 # usage: tlp.sh TUNEKIT DATASET.db WORKDIR
-# Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_TARGET (hardware id;
-# default: the one with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
+# Environment: TLP_EPOCHS (30), TLP_FRACTION (0.07), TLP_AUX_FRACTION (0.25;
+# mtl-tlp-near's --aux-fraction), TLP_TARGET (hardware id; default: the one
+# with the most records), TLP_HOLDOUT ("resnet-18 bert-base"),
 # TLP_VALID ("bert-large resnet-50"; "": xgb stops early on the holdout, the
 # neural rows train TLP_EPOCHS epochs),
 # TLP_AUX (the mtl-tlp row's auxiliary hardware ids, comma-separated;
@@ -42,11 +44,12 @@
 # each model is trained with seeds 1..N, the table gives means and
 # ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
 # has and run the search only), TLP_REAL, TLP_REAL_TRIALS, TLP_REAL_TASKS,
-# TLP_REAL_SEEDS (part 3).
+# TLP_REAL_SEEDS, TLP_REAL_MODEL (part 3).
 set -eu
 TK=$1 SRC=$2 DIR=$3
 EPOCHS=${TLP_EPOCHS:-30}
 FRAC=${TLP_FRACTION:-0.07}
+AUXFRAC=${TLP_AUX_FRACTION:-0.25}
 HOLDOUT=${TLP_HOLDOUT:-resnet-18 bert-base}
 VALID=${TLP_VALID-bert-large resnet-50}
 SEEDS=${TLP_SEARCH_SEEDS:-3}
@@ -218,7 +221,8 @@ model xgb-knob --model xgb --feature knob
 model xgb-itervar --model xgb --feature itervar
 model tlp --model tlp --feature tlp --rounds "$EPOCHS"
 if [ -n "$TLP_AUX_NEAR" ]; then
-	model mtl-tlp-near --model mtl-tlp --feature tlp --rounds "$EPOCHS" --aux-hw "$TLP_AUX_NEAR"
+	model mtl-tlp-near --model mtl-tlp --feature tlp --rounds "$EPOCHS" --aux-hw "$TLP_AUX_NEAR" \
+		--aux-fraction "$AUXFRAC"
 fi
 if [ -n "$AUX" ]; then
 	model "mtl-tlp@$FRAC" --model mtl-tlp --feature tlp --rounds "$EPOCHS" --aux-hw "$AUX" \
@@ -295,9 +299,10 @@ fi
 
 # 3. Real tuning (TLP_REAL=1; measures on this CPU, about 10 minutes a task
 #    and seed): for each task and seed 1..TLP_REAL_SEEDS (1), xgb+sa tunes
-#    for TLP_REAL_TRIALS trials; a tune guided by the TLP model file does the
-#    same, never refit (tlp), then again fine-tuning a copy of the model on
-#    the run's own records at every refit (tlp+ft: --adapt finetune); for
+#    for TLP_REAL_TRIALS trials; a tune guided by part 1's model file
+#    WORKDIR/TLP_REAL_MODEL.model (tlp; or another row's, mtl-tlp-near) does
+#    the same, never refit (tlp), then again fine-tuning a copy of the model
+#    on the run's own records at every refit (tlp+ft: --adapt finetune); for
 #    each, the best throughput and the trials it needs to reach 95% of the
 #    xgb+sa run's best, and that best itself; the three curves of task i
 #    (of TLP_REAL_TASKS) and seed s in WORKDIR/real-i-ss.svg.
@@ -306,6 +311,9 @@ TRIALS=${TLP_REAL_TRIALS:-300}
 REAL=${TLP_REAL_TASKS:-"dense:m=1024,n=1024,k=1024
 conv2d:c=64,h=56,w=56,k=64,pad=1"}
 TDB=$DIR/real.db
+RMODEL=$DIR/${TLP_REAL_MODEL:-tlp}.model
+[ -e "$RMODEL" ] || { echo "tlp.sh: no model $RMODEL (part 1 makes it)" >&2; exit 1; }
+echo "real tuning guided by $RMODEL" >&2
 rm -f "$TDB" "$TDB-wal" "$TDB-shm"
 printf '\nreal tuning on this CPU, %s trials each; GFLOPS, then trials to 95%% / 100%% of xgb+sa\n' \
 	"$TRIALS"
@@ -319,8 +327,8 @@ echo "$REAL" | while read -r task; do
 		for m in xgb tlp ft; do
 			case $m in
 			xgb) set -- ;;
-			tlp) set -- --model-file "$DIR/tlp.model" ;;
-			ft) set -- --model-file "$DIR/tlp.model" --adapt finetune ;;
+			tlp) set -- --model-file "$RMODEL" ;;
+			ft) set -- --model-file "$RMODEL" --adapt finetune ;;
 			esac
 			"$TK" tune -q --db "$TDB" --task "$task" --trials "$TRIALS" --confirm 0 --seed "$s" \
 				"$@" >/dev/null

@@ -344,6 +344,45 @@ TEST(mtl_tlp_target_head_learns_the_target)
 	cm_free(m);
 }
 
+/* An epoch's ranking groups with aux_fraction: every group of the
+ * target's rows each epoch, a share of the auxiliary's drawn afresh, all
+ * of them at 1. */
+TEST(epochs_draw_a_share_of_the_auxiliary_rows)
+{
+	enum { GT = 4, GA = 8, PER = 320, N = (GT + GA) * PER, EP = 50 };
+	static float y[N];
+	static int head[N], order[N], start[N], size[N];
+	static unsigned group[GT + GA];
+	static int seen[N / TLP_CHUNK];
+	for (int g = 0; g < GT + GA; g++)
+		group[g] = PER;
+	for (int i = 0; i < N; i++)
+		head[i] = i >= GT * PER ? 1 + (i / PER) % 2 : 0;
+	cm_data d = { N, 1, y, y, GT + GA, group, NULL, head, 0, NULL };
+	tk_rng_seed(&rng, 5, 0);
+	long target = 0, aux = 0;
+	for (int e = 0; e < EP; e++) {
+		int nc = epoch_chunks(&d, 0.25, &rng, order, start, size);
+		for (int c = 0; c < nc; c++) {
+			CHECK_EQ_INT(size[c], TLP_CHUNK);
+			int h = head[order[start[c]]];
+			for (int k = 1; k < size[c]; k++)
+				CHECK_EQ_INT(head[order[start[c] + k]], h);
+			target += h == 0;
+			aux += h > 0;
+			seen[start[c] / TLP_CHUNK] = 1;
+		}
+	}
+	CHECK_EQ_INT(target, (long)EP * GT * PER / TLP_CHUNK);
+	long all = (long)EP * GA * PER / TLP_CHUNK; /* 4000 groups, 1000 expected */
+	CHECK(aux > all / 4 - 100 && aux < all / 4 + 100);
+	for (int c = 0; c < N / TLP_CHUNK; c++)
+		CHECK(seen[c]); /* over the epochs, every group */
+	CHECK_EQ_INT(epoch_chunks(&d, 1, &rng, order, start, size), N / TLP_CHUNK);
+	d.head = NULL; /* one head: nothing is auxiliary */
+	CHECK_EQ_INT(epoch_chunks(&d, 0.25, &rng, order, start, size), N / TLP_CHUNK);
+}
+
 /* Moses' ticket in one epoch of one batch: the parameters outside the
  * ticket drawn from the saliency |w * dL/dw| on the batch only shrink, all
  * by the same factor 1 - lr x decay; those inside are trained. */
@@ -520,6 +559,6 @@ TEST(bad_input)
 UNIT_MAIN(gradient_matches_finite_differences, heads_start_as_the_shared_decoder,
           padding_does_not_change_scores,
           tlp_learns_a_ranking, tlp_keeps_the_best_epoch_on_validation_rows,
-          mtl_tlp_target_head_learns_the_target,
+          mtl_tlp_target_head_learns_the_target, epochs_draw_a_share_of_the_auxiliary_rows,
           ticket_trains_the_salient_and_decays_the_rest, transfer_beats_the_source_on_a_shifted_task,
           bad_input)
