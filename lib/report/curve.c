@@ -258,7 +258,7 @@ int rp_run_load(tk_store *s, int64_t id, rp_run **out)
 	*out = NULL;
 	if ((rc = builder_init(&b, id, 0)))
 		return rc;
-	if ((rc = store_run_started(s, id, &b.r->started, b.r->method, sizeof b.r->method)) ||
+	if ((rc = store_run_info(s, id, &b.r->started, b.r->method, sizeof b.r->method)) ||
 	    (rc = store_run_records(s, id, load_rec, &b))) {
 		builder_abort(&b);
 		return rc;

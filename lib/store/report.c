@@ -13,7 +13,7 @@
 #include "store_int.h"
 #include "util/util.h"
 
-int store_run_started(tk_store *s, int64_t run_id, double *started, char *method, size_t size)
+int store_run_info(tk_store *s, int64_t run_id, double *started, char *method, size_t size)
 {
 	sqlite3_stmt *st;
 	int rc;

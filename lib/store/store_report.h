@@ -16,7 +16,7 @@
 /* When run run_id started (run.started, Unix seconds) into *started, and
  * when method is not NULL its method (e.g. tune/xgb+sa), cut to size - 1
  * bytes. TK_ENOTFOUND ("no run ID") if there is no such run; TK_ESTORE. */
-int store_run_started(tk_store *s, int64_t run_id, double *started, char *method, size_t size);
+int store_run_info(tk_store *s, int64_t run_id, double *started, char *method, size_t size);
 
 /* The id of the most recent run (the highest id) into *run_id. TK_ENOTFOUND
  * ("the store has no runs") if there is none; TK_ESTORE. */

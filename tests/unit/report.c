@@ -593,7 +593,7 @@ TEST(test_plot_svg)
 	CHECK_EQ_INT(rp_run_build(1, 0, a1, 3, &r1), TK_OK);
 	CHECK_EQ_INT(rp_run_build(2, 10, a2, 2, &r2), TK_OK);
 	rp_plot_line aLine[4] = {
-		{ &r1->curve[0], 1, 3 }, { &r1->curve[1], 1, 3 },
+		{ &r1->curve[0], 1, 3, NULL }, { &r1->curve[1], 1, 3, NULL },
 		{ &r2->curve[0], 2, 2, "tune/xgb+sa" }, { &r2->curve[1], 2, 2, "tune/xgb+sa" },
 	};
 	tk_sb sb;

@@ -564,7 +564,7 @@ TEST(test_report_lookups)
 	/* no runs yet */
 	CHECK_EQ_INT(store_run_latest(s, &id), TK_ENOTFOUND);
 	CHECK_EQ_STR(tk_errmsg(), "the store has no runs");
-	CHECK_EQ_INT(store_run_started(s, 1, &started, NULL, 0), TK_ENOTFOUND);
+	CHECK_EQ_INT(store_run_info(s, 1, &started, NULL, 0), TK_ENOTFOUND);
 	CHECK_EQ_STR(tk_errmsg(), "no run 1");
 
 	CHECK_EQ_INT(store_hardware_get(s, &HW_A, &hwA), TK_OK);
@@ -578,14 +578,14 @@ TEST(test_report_lookups)
 	CHECK_EQ_INT(store_run_begin(s, &r, &r2), TK_OK);
 	CHECK_EQ_INT(store_run_latest(s, &id), TK_OK);
 	CHECK_EQ_INT(id, r2);
-	CHECK_EQ_INT(store_run_started(s, r1, &started, NULL, 0), TK_OK);
+	CHECK_EQ_INT(store_run_info(s, r1, &started, NULL, 0), TK_OK);
 	CHECK(started > 1.6e9);
 	char method[8];
-	CHECK_EQ_INT(store_run_started(s, r1, &started, method, sizeof method), TK_OK);
+	CHECK_EQ_INT(store_run_info(s, r1, &started, method, sizeof method), TK_OK);
 	CHECK_EQ_STR(method, "measure");
-	CHECK_EQ_INT(store_run_started(s, r1, &started, method, 5), TK_OK);
+	CHECK_EQ_INT(store_run_info(s, r1, &started, method, 5), TK_OK);
 	CHECK_EQ_STR(method, "meas"); /* cut to the buffer */
-	CHECK_EQ_INT(store_run_started(s, r2 + 1, &started, NULL, 0), TK_ENOTFOUND);
+	CHECK_EQ_INT(store_run_info(s, r2 + 1, &started, NULL, 0), TK_ENOTFOUND);
 
 	/* best: valid, positive medians of the task on that hardware, any run */
 	CHECK_EQ_INT(store_task_best(s, t1, hwA, &best), TK_OK);
@@ -630,7 +630,7 @@ TEST(test_report_lookups)
 	                          NULL, NULL, NULL), SQLITE_OK);
 	CHECK_EQ_INT(store_run_latest(s, &id), TK_ESTORE);
 	CHECK(contains(tk_errmsg(), "lookups.db"));
-	CHECK_EQ_INT(store_run_started(s, r1, &started, NULL, 0), TK_ESTORE);
+	CHECK_EQ_INT(store_run_info(s, r1, &started, NULL, 0), TK_ESTORE);
 	store_close(s);
 }
 
