@@ -322,14 +322,26 @@ int sc_nest_pos(const int *order, int n, int l)
 	return -1;
 }
 
+/* Positions and sorting by bit masks of positions: a nest has at most
+ * SC_MAXLOOP loops. Loop numbers are below SC_MAXLOOP too (a stage's). */
+_Static_assert(SC_MAXLOOP <= 64, "a nest's positions fit a 64-bit mask");
+
 int sc_nest_find(const int *order, int n, const int *loops, int k, int *pos)
 {
+	int at[SC_MAXLOOP];
+	uint64_t seen = 0;
+	for (int l = 0; l < SC_MAXLOOP; l++)
+		at[l] = -1;
+	for (int i = n - 1; i >= 0; i--) /* the first place of a loop, as sc_nest_pos */
+		if (order[i] >= 0 && order[i] < SC_MAXLOOP)
+			at[order[i]] = i;
 	for (int j = 0; j < k; j++) {
-		if ((pos[j] = sc_nest_pos(order, n, loops[j])) < 0)
+		int l = loops[j];
+		if ((pos[j] = l >= 0 && l < SC_MAXLOOP ? at[l] : -1) < 0)
 			return -1;
-		for (int i = 0; i < j; i++)
-			if (pos[i] == pos[j])
-				return -2;
+		if (seen >> pos[j] & 1)
+			return -2;
+		seen |= (uint64_t)1 << pos[j];
 	}
 	return 0;
 }
@@ -351,14 +363,9 @@ void sc_nest_fuse(int *order, int *n, int pa, int pb, int l)
 
 void sc_nest_reorder(int *order, const int *pos, const int *loops, int k)
 {
-	int sorted[SC_MAXLOOP];
-	memcpy(sorted, pos, sizeof(int) * (size_t)k);
-	for (int i = 1; i < k; i++)
-		for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-			int t = sorted[j];
-			sorted[j] = sorted[j - 1];
-			sorted[j - 1] = t;
-		}
+	uint64_t m = 0;
 	for (int i = 0; i < k; i++)
-		order[sorted[i]] = loops[i];
+		m |= (uint64_t)1 << pos[i];
+	for (int i = 0; i < k; i++, m &= m - 1) /* the positions, lowest first */
+		order[__builtin_ctzll(m)] = loops[i];
 }
