@@ -32,11 +32,11 @@ static const char *const usage[] = {
 	"tasks and weights them by their occurrences. With validation tasks (--valid-task,\n"
 	"--valid-network) it stops early on those instead, then fits again on the training\n"
 	"and validation tasks with the rounds (epochs) they chose: the holdout is only\n"
-	"measured. A multi-head model (mtl-tlp) also\n"
-	"learns from the records of auxiliary hardware (--aux-hw), one head each, and\n"
-	"predicts for the target; --target-fraction keeps only that share of the target's\n"
-	"training records, --aux-fraction trains each epoch on that share of the auxiliary\n"
-	"records, drawn afresh (faster). Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
+	"measured. A multi-head model (mtl-tlp) also learns from the records of\n"
+	"auxiliary hardware (--aux-hw), one head each, and predicts for the target;\n"
+	"--target-fraction keeps only that share of the target's training records,\n"
+	"--aux-fraction trains each epoch on that share of the auxiliary records, drawn\n"
+	"afresh (faster). Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
 	"target's training records and holdout (a table on a terminal, TSV otherwise),\n"
 	"writes the model file and adds the model to the store. --objective validity\n"
 	"trains ML2Tuner's model V instead: a classifier of valid against invalid\n"
@@ -63,7 +63,7 @@ static const opt options[] = {
 	{ OPT_LIST, "valid-network", 0, &o.valid_network, "NAME", "the same with the tasks of this network (repeatable)" },
 	{ OPT_LIST, "aux-hw", 0, &o.aux_hw, "ID", "multi-head models: also learn from this hardware (repeatable, or ID,ID)" },
 	{ OPT_DOUBLE, "target-fraction", 0, &o.target_fraction, "F", "train on this share of the target's records (0 to 1)" },
-	{ OPT_DOUBLE, "aux-fraction", 0, &o.aux_fraction, "F", "each epoch, train on this share of the auxiliary records (0 to 1)" },
+	{ OPT_DOUBLE, "aux-fraction", 0, &o.aux_fraction, "F", "each epoch, train on this share of the auxiliary records (above 0, at most 1)" },
 	{ OPT_INT, "rounds", 0, &o.rounds, "N", "boosting rounds at most (default 8000 with a holdout, else 200)" },
 	{ OPT_STRING, "tree-method", 0, &o.tree_method, "M", "XGBoost tree_method: auto (default), exact, approx, hist" },
 	{ OPT_STRING, "out", 'o', &o.out, "FILE", "model file to write (default tunekit.model)" },
