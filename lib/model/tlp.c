@@ -66,6 +66,7 @@
  * then the parameter block as an nn checkpoint whose tag hashes the shape.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,9 @@ typedef struct tlp_net {
 	int T;
 	int epochs;              /* of the last training (the best on its
 	                            validation rows); 0: loaded, unknown */
+	struct tlp_net *peer;    /* a second thread's activations and
+	                            gradients, on these parameters; or NULL */
+	int two;                 /* 1: batches run on two threads (split_begin) */
 } tlp_net;
 
 /* ---- layout ----------------------------------------------------------- */
@@ -178,6 +182,7 @@ static void net_free(tlp_net *n)
 {
 	if (!n)
 		return;
+	net_free(n->peer);
 	free(n->param);
 	free(n->grad);
 	free(n->actblock);
@@ -240,6 +245,46 @@ static int net_new(int E, int L, int K, unsigned version, tlp_net **out)
 	}
 	*out = n;
 	return TK_OK;
+}
+
+/* n's peer: its own activations and gradients, n's parameters. */
+static int net_peer(tlp_net *n)
+{
+	tlp_net *p;
+	int rc = net_new(n->E, n->L, n->K, n->version, &p);
+	if (rc)
+		return rc;
+	free(p->param);
+	p->param = NULL;
+	p->w = n->w;
+	p->rank = n->rank;
+	n->peer = p;
+	return TK_OK;
+}
+
+/* Both cores without OpenBLAS's threads: where OpenBLAS may use two or
+ * more, batches run on two threads of one BLAS thread each. A layer's
+ * products are small (a batch's positions by 256), and what is not a
+ * product ran on one core: scoring 1.5 times and training 1.2 times as
+ * fast as OpenBLAS on two threads (BENCHMARKS.md). Returns what to give
+ * split_end: the BLAS threads to restore, 0 when nothing changed (one
+ * BLAS thread, or nested in a split already). */
+static int split_begin(tlp_net *n)
+{
+	int t;
+	if (n->two || (t = nn_blas_threads()) < 2 || (!n->peer && net_peer(n)))
+		return 0;
+	nn_set_blas_threads(1);
+	n->two = 1;
+	return t;
+}
+
+static void split_end(tlp_net *n, int t)
+{
+	if (!t)
+		return;
+	n->two = 0;
+	nn_set_blas_threads(t);
 }
 
 /* PyTorch's default initialisation of a linear layer: weights and biases
@@ -463,6 +508,39 @@ static void net_backward(tlp_net *n, const float *dscore /* (B) */, const int *h
 	}
 }
 
+/* One thread's share of a batch: a forward (dscore NULL) or a backward. */
+typedef struct tlp_half {
+	tlp_net *n;
+	float *score;
+	const float *x, *dscore;
+	const int *head;
+	int B;
+} tlp_half;
+
+static void *half_run(void *arg)
+{
+	tlp_half *h = arg;
+	if (h->B <= 0)
+		return NULL;
+	if (h->dscore)
+		net_backward(h->n, h->dscore, h->head, h->B);
+	else
+		net_forward(h->n, h->score, h->x, h->head, h->B);
+	return NULL;
+}
+
+/* h[0] on this thread, h[1] on another (after h[0] here if none starts). */
+static void halves_run(tlp_half h[2])
+{
+	pthread_t t;
+	int started = h[1].B > 0 && pthread_create(&t, NULL, half_run, &h[1]) == 0;
+	half_run(&h[0]);
+	if (started)
+		pthread_join(t, NULL);
+	else
+		half_run(&h[1]);
+}
+
 /* ---- the model row ------------------------------------------------------------ */
 
 static int shape(const cm_params *p, int d, int *E, int *L)
@@ -483,10 +561,22 @@ static int tpredict(void *s, const float *x, int nrow, int d, const float *margi
 		                 n->E * n->L, d);
 	if (margin)
 		return tk_seterr(TK_EINVAL, "tlp takes no base model");
-	for (int i = 0; i < nrow; i += TLP_BMAX) {
+	int t = nrow > TLP_BMAX ? split_begin(n) : 0;
+	for (int i = 0; i < nrow;) {
 		int B = nrow - i < TLP_BMAX ? nrow - i : TLP_BMAX;
-		net_forward(n, out + i, x + (size_t)i * d, NULL, B);
+		if (!n->two) {
+			net_forward(n, out + i, x + (size_t)i * d, NULL, B);
+			i += B;
+			continue;
+		}
+		/* two batches at once, the second on n's peer */
+		int B2 = nrow - i - B < TLP_BMAX ? nrow - i - B : TLP_BMAX;
+		tlp_half h[2] = { { n, out + i, x + (size_t)i * d, NULL, NULL, B },
+			          { n->peer, out + i + B, x + (size_t)(i + B) * d, NULL, NULL, B2 } };
+		halves_run(h);
+		i += B + B2;
 	}
+	split_end(n, t);
 	return TK_OK;
 }
 
@@ -582,16 +672,31 @@ static int next_batch(const cm_data *tr, fitwork *w, int c0, int nc, int *B, int
 	return c1;
 }
 
-/* Add to n->grad the gradient of the batch's loss. */
+/* Add to n->grad the gradient of the batch's loss; on two threads (n->two)
+ * the first half of the rows on n, the second on its peer, the loss on
+ * the whole batch between. */
 static void batch_grad(tlp_net *n, fitwork *w, int B, int ng, int rank)
 {
-	net_forward(n, w->score, w->xb, w->bhead, B);
+	int B0 = n->two && B >= 16 ? B / 2 : B;
+	tlp_half h[2] = { { n, w->score, w->xb, NULL, w->bhead, B0 },
+		          { n->peer, w->score + B0, w->xb + (size_t)B0 * n->E * n->L, NULL,
+		            w->bhead + B0, B - B0 } };
+	halves_run(h);
 	memset(w->dscore, 0, sizeof *w->dscore * (size_t)B);
 	if (rank)
 		nn_lambdarank_loss(w->dscore, w->work, w->score, w->yb, w->bgroup, ng);
 	else
 		nn_mse_loss(w->dscore, w->score, w->yb, NULL, B);
-	net_backward(n, w->dscore, w->bhead, B);
+	if (B0 == B) {
+		net_backward(n, w->dscore, w->bhead, B);
+		return;
+	}
+	nn_zero(n->peer->grad, n->nparam);
+	h[0].dscore = w->dscore;
+	h[1].dscore = w->dscore + B0;
+	halves_run(h);
+	for (size_t i = 0; i < n->nparam; i++)
+		n->grad[i] += n->peer->grad[i];
 }
 
 /* Choose the epoch's ticket into w->mask from the saliency on its first
@@ -623,7 +728,7 @@ static int train(tlp_net *n, const cm_data *tr, const cm_data *va, int epochs, i
 {
 	fitwork w = { 0 };
 	size_t N = (size_t)tr->n, d = (size_t)tr->d;
-	int rc = TK_OK, best = -1;
+	int rc = TK_OK, best = -1, blas = 0;
 	double best_score = -HUGE_VAL;
 	float *vpred = NULL, *bestp = NULL;
 	void *vwork = NULL;
@@ -660,6 +765,7 @@ static int train(tlp_net *n, const cm_data *tr, const cm_data *va, int epochs, i
 	nn_adam opt;
 	nn_adam_default(&opt);
 	opt.lr = lr;
+	blas = split_begin(n);
 	opt.weight_decay = 1e-4f;
 	/* Steps per epoch: about N / BMAX of the rows an epoch draws; the
 	 * schedule needs a total. */
@@ -722,6 +828,7 @@ static int train(tlp_net *n, const cm_data *tr, const cm_data *va, int epochs, i
 	if (nstep)
 		*nstep = step;
 done:
+	split_end(n, blas);
 	fitwork_free(&w);
 	free(vpred);
 	free(vwork);

@@ -73,6 +73,16 @@ const char *nn_blas_core(void)
 	return c ? c : "unknown";
 }
 
+int nn_blas_threads(void)
+{
+	return openblas_get_num_threads();
+}
+
+void nn_set_blas_threads(int n)
+{
+	openblas_set_num_threads(n > 0 ? n : 1);
+}
+
 const char *nn_blas_core_want(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)

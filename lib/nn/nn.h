@@ -67,6 +67,11 @@ const char *nn_blas_core(void);
  * else "Haswell"; NULL when the choice is fine or the CPU has no AVX2.
  * It takes effect only through $OPENBLAS_CORETYPE in a new process. */
 const char *nn_blas_core_want(void);
+/* OpenBLAS's threads for one call, process-wide, and setting them: a
+ * caller that runs BLAS from two threads of its own sets 1 around it
+ * (each call then stays on its caller's thread). */
+int nn_blas_threads(void);
+void nn_set_blas_threads(int n);
 
 /* ---- checkpoints ----------------------------------------------------- */
 /* A checkpoint is a 40-byte header (magic "TKNN", version, the caller's

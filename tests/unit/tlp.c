@@ -4,8 +4,8 @@
  * central finite differences on a ragged, two-head batch; padding positions
  * that cannot change a score; fits that learn a ranking (tlp), keep their
  * best epoch on validation rows, and a target head that learns the
- * target's rule, not the auxiliary one (mtl-tlp); the payload's round trip
- * and refusals; bad input.
+ * target's rule, not the auxiliary one (mtl-tlp); batches split over two
+ * threads; the payload's round trip and refusals; bad input.
  *
  * Shape key as in tlp.c: B sequences, L positions, E floats per position.
  */
@@ -539,6 +539,80 @@ TEST(transfer_beats_the_source_on_a_shifted_task)
 	cm_free(src);
 }
 
+/* The relative size of the largest difference between a and b. */
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+	double d = 0, m = 1e-6;
+	for (size_t i = 0; i < n; i++) {
+		d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+		m = fabs(a[i]) > m ? fabs(a[i]) : m;
+	}
+	return d / m;
+}
+
+/* Batches on two threads (n->two: the first half of a batch on n, the
+ * second on its peer) give the gradient and the scores of one. */
+TEST(two_threads_compute_what_one_does)
+{
+	enum { E = 6, L = 5, K = 2, B = 40, G = 5, N = 300 };
+	int len[N];
+	static float x[N * L * E], y[B], score[B], dscore[B], out1[N], out2[N];
+	int head[B], work[B];
+	unsigned group[G] = { 8, 8, 8, 8, 8 };
+	tk_rng_seed(&rng, 17, 0);
+	for (int i = 0; i < N; i++)
+		len[i] = 1 + (int)tk_rng_below(&rng, L);
+	random_batch(x, len, N, L, E);
+	for (int b = 0; b < B; b++) {
+		y[b] = (float)tk_rng_unif(&rng);
+		head[b] = b >= 24; /* sorted by head; the halves split head 0 */
+	}
+	tlp_net *n;
+	CHECK_EQ_INT(net_new(E, L, K, TLP_VERSION, &n), TK_OK);
+	net_init(n, &rng);
+	for (int k = 0; k < K; k++)
+		nn_init_uniform(n->w.dec_w[k][3], (size_t)dec_dim[2], 0.1f, &rng);
+	fitwork w = { .xb = x, .yb = y, .bhead = head, .score = score, .dscore = dscore,
+		      .work = work, .bgroup = group };
+	float *g1 = malloc(sizeof *g1 * n->nparam);
+	for (int rank = 0; rank < 2; rank++) {
+		n->two = 0;
+		nn_zero(n->grad, n->nparam);
+		batch_grad(n, &w, B, G, rank);
+		memcpy(g1, n->grad, sizeof *g1 * n->nparam);
+		if (!n->peer)
+			CHECK_EQ_INT(net_peer(n), TK_OK);
+		n->two = 1;
+		nn_zero(n->grad, n->nparam);
+		batch_grad(n, &w, B, G, rank);
+		CHECK(max_rel_diff(g1, n->grad, n->nparam) < 1e-4);
+		CHECK(max_rel_diff(n->grad, n->peer->grad, n->nparam) > 1e-3); /* the peer had a share */
+	}
+	/* Scores of N rows: batches of TLP_BMAX, two at a time. */
+	n->two = 0;
+	CHECK_EQ_INT(tpredict(n, x, N, L * E, NULL, out1), TK_OK);
+	n->two = 1;
+	CHECK_EQ_INT(tpredict(n, x, N, L * E, NULL, out2), TK_OK);
+	CHECK(max_rel_diff(out1, out2, N) < 1e-5);
+	n->two = 0;
+	/* split_begin runs OpenBLAS on one thread and split_end restores it. */
+	int before = nn_blas_threads();
+	nn_set_blas_threads(2);
+	if (nn_blas_threads() == 2) {
+		int t = split_begin(n);
+		CHECK_EQ_INT(t, 2);
+		CHECK_EQ_INT(nn_blas_threads(), 1);
+		CHECK_EQ_INT(n->two, 1);
+		CHECK_EQ_INT(split_begin(n), 0); /* nested: nothing changes */
+		split_end(n, t);
+		CHECK_EQ_INT(nn_blas_threads(), 2);
+		CHECK_EQ_INT(n->two, 0);
+	}
+	nn_set_blas_threads(before);
+	free(g1);
+	net_free(n);
+}
+
 TEST(bad_input)
 {
 	float x[12] = { 1 }, y[2] = { 1, NAN };
@@ -561,4 +635,4 @@ UNIT_MAIN(gradient_matches_finite_differences, heads_start_as_the_shared_decoder
           tlp_learns_a_ranking, tlp_keeps_the_best_epoch_on_validation_rows,
           mtl_tlp_target_head_learns_the_target, epochs_draw_a_share_of_the_auxiliary_rows,
           ticket_trains_the_salient_and_decays_the_rest, transfer_beats_the_source_on_a_shifted_task,
-          bad_input)
+          two_threads_compute_what_one_does, bad_input)
