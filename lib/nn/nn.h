@@ -10,7 +10,9 @@
  * block of the same layout and its activations in a third, so a training
  * step allocates nothing and a checkpoint is one write and one read.
  * Matrix products go through OpenBLAS's cblas_sgemm (which uses the
- * machine's cores on large products). Nothing here prints, exits or draws
+ * machine's cores on large products; TLP, whose products are small, runs
+ * two batches on two threads of one BLAS thread each instead, with a
+ * second activation and gradient block). Nothing here prints, exits or draws
  * random numbers except from a caller's tk_rng, so a run is deterministic
  * given its seed (up to OpenBLAS's summation order across threads).
  *
