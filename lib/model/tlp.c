@@ -257,7 +257,6 @@ static int net_peer(tlp_net *n)
 	free(p->param);
 	p->param = NULL;
 	p->w = n->w;
-	p->rank = n->rank;
 	n->peer = p;
 	return TK_OK;
 }
@@ -563,14 +562,9 @@ static int tpredict(void *s, const float *x, int nrow, int d, const float *margi
 		return tk_seterr(TK_EINVAL, "tlp takes no base model");
 	int t = nrow > TLP_BMAX ? split_begin(n) : 0;
 	for (int i = 0; i < nrow;) {
+		/* a batch, and on two threads a second one on n's peer */
 		int B = nrow - i < TLP_BMAX ? nrow - i : TLP_BMAX;
-		if (!n->two) {
-			net_forward(n, out + i, x + (size_t)i * d, NULL, B);
-			i += B;
-			continue;
-		}
-		/* two batches at once, the second on n's peer */
-		int B2 = nrow - i - B < TLP_BMAX ? nrow - i - B : TLP_BMAX;
+		int B2 = !n->two ? 0 : nrow - i - B < TLP_BMAX ? nrow - i - B : TLP_BMAX;
 		tlp_half h[2] = { { n, out + i, x + (size_t)i * d, NULL, NULL, B },
 			          { n->peer, out + i + B, x + (size_t)(i + B) * d, NULL, NULL, B2 } };
 		halves_run(h);
@@ -687,16 +681,13 @@ static void batch_grad(tlp_net *n, fitwork *w, int B, int ng, int rank)
 		nn_lambdarank_loss(w->dscore, w->work, w->score, w->yb, w->bgroup, ng);
 	else
 		nn_mse_loss(w->dscore, w->score, w->yb, NULL, B);
-	if (B0 == B) {
-		net_backward(n, w->dscore, w->bhead, B);
-		return;
-	}
-	nn_zero(n->peer->grad, n->nparam);
 	h[0].dscore = w->dscore;
 	h[1].dscore = w->dscore + B0;
+	if (B0 < B)
+		nn_zero(n->peer->grad, n->nparam);
 	halves_run(h);
-	for (size_t i = 0; i < n->nparam; i++)
-		n->grad[i] += n->peer->grad[i];
+	if (B0 < B)
+		nn_residual_forward(n->grad, n->grad, n->peer->grad, n->nparam);
 }
 
 /* Choose the epoch's ticket into w->mask from the saliency on its first
@@ -765,8 +756,8 @@ static int train(tlp_net *n, const cm_data *tr, const cm_data *va, int epochs, i
 	nn_adam opt;
 	nn_adam_default(&opt);
 	opt.lr = lr;
-	blas = split_begin(n);
 	opt.weight_decay = 1e-4f;
+	blas = split_begin(n);
 	/* Steps per epoch: about N / BMAX of the rows an epoch draws; the
 	 * schedule needs a total. */
 	double aux = p && tr->head && p->aux_fraction > 0 && p->aux_fraction < 1 ? p->aux_fraction : 1;
