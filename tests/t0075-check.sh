@@ -83,21 +83,22 @@ test_expect_success 'the job interleaves the two sides kernel by kernel; check p
 '
 
 # A planted regression: the job's measurements made 20% slower. Whether the
-# gate can see 20% depends on the spread of the repeats; on a machine so busy
-# that they spread wider, the gate rightly says unchanged, so the test takes
-# up to three fresh measurements (a gate that never says slower fails all).
-planted() {
+# gate sees 20% through the spread of real repeats depends on the machine's
+# load (a CI machine spread them beyond 20% three times in a row), and how
+# often it does is tests/bench/kernels/gate.sh's measure, not a test's: here
+# the repeats are dropped, so that each side's sample is its recorded median
+# alone and the interval is the planted ratio itself.
+test_expect_success 'a planted 20% regression fails the gate: exit 1, named on stderr' '
 	rm -f now.db &&
 	tunekit report --db release.db best |
 		tunekit measure -q --db now.db --config - --clock cpu --repeat 20 --min-repeat-ms 50 >/dev/null &&
-	scaled now.db slow.db 1.2 &&
-	test_expect_code 1 tunekit report --db slow.db --format tsv check --baseline now.db >out 2>err &&
+	cp now.db now1.db &&
+	sqlite3 now1.db "UPDATE measurement SET nrepeat = 0, times = NULL" &&
+	scaled now1.db slow1.db 1.2 &&
+	test_expect_code 1 tunekit report --db slow1.db --format tsv check --baseline now1.db >out 2>err &&
 	test "$(awk -F"\t" "\$3 == \"slower\"" out | wc -l)" -eq 2 &&
 	grep -q "slower: dense:k=64,m=64,n=64" err &&
-	awk -F"\t" "NR > 1 { if (\$4 < 1.19 || \$4 > 1.21 || \$5 <= 1.05) exit 1 }" out
-}
-test_expect_success 'a planted 20% regression fails the gate: exit 1, named on stderr' '
-	planted || planted || planted
+	awk -F"\t" "NR > 1 { if (\$4 < 1.19 || \$4 > 1.21 || \$5 < 1.19) exit 1 }" out
 '
 
 # The job's own failure, on a regression far beyond the machine's noise
