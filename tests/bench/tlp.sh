@@ -16,6 +16,8 @@
 #      mtl-tlp@F-near         the same with one auxiliary hardware, the
 #                             nearest (TLP_AUX_NEAR: the same CPU's next
 #                             narrower ISA, else the same ISA on another CPU)
+#      mtl-tlp@F-near2        the same with the two nearest, both of those
+#                             (TLP_AUX_NEAR2), when both were measured
 #      tlp@F                  TLP on that share alone
 #      one-record             no model: one more timing of each held-out
 #                             program, the ceiling label noise leaves
@@ -40,7 +42,8 @@
 # neural rows train TLP_EPOCHS epochs),
 # TLP_AUX (the mtl-tlp row's auxiliary hardware ids, comma-separated;
 # default: every other hardware with records), TLP_AUX_NEAR (hardware id
-# of the -near row's auxiliary), TLP_SEEDS (3:
+# of the -near rows' auxiliary), TLP_AUX_NEAR2 (the -near2 row's, comma-
+# separated; "" and no two found: no row), TLP_SEEDS (3:
 # each model is trained with seeds 1..N, the table gives means and
 # ranges), TLP_SEARCH_SEEDS (3), TLP_MODELS (1; 0: keep the models WORKDIR
 # has and run the search only), TLP_REAL, TLP_REAL_TRIALS, TLP_REAL_TASKS,
@@ -73,24 +76,25 @@ AUX=${TLP_AUX:-$(q "SELECT hardware_id FROM measurement WHERE hardware_id != $TA
 	HAVING COUNT(*) > 0 ORDER BY 1" | paste -sd, -)}
 # The nearest auxiliary: the same CPU and compiler, the next narrower ISA
 # (avx512 -> avx2 -> sse2), else the same ISA and compiler on the other CPU
-# with the most records; chosen before any record is seen.
-if [ -z "${TLP_AUX_NEAR:-}" ]; then
-	key=$(q "SELECT key FROM hardware WHERE id = $TARGET")
-	case $key in
-	*'|avx512|'*) near=$(echo "$key" | sed 's/|avx512|/|avx2|/') ;;
-	*'|avx2|'*) near=$(echo "$key" | sed 's/|avx2|/|sse2|/') ;;
-	*) near= ;;
-	esac
-	TLP_AUX_NEAR=$(q "SELECT id FROM hardware WHERE key = '$near'")
-	# None measured: the same ISA, compiler and flags on another CPU, the
-	# one with the most records.
-	if [ -z "$TLP_AUX_NEAR" ]; then
-		rest=${key#*|}
-		TLP_AUX_NEAR=$(q "SELECT h.id FROM hardware h JOIN measurement m ON m.hardware_id = h.id
-			WHERE h.id != $TARGET AND substr(h.key, instr(h.key, '|') + 1) = '$rest'
-			GROUP BY h.id ORDER BY COUNT(*) DESC LIMIT 1")
-	fi
+# with the most records; chosen before any record is seen. The two nearest
+# (TLP_AUX_NEAR2): both of these, when both were measured.
+key=$(q "SELECT key FROM hardware WHERE id = $TARGET")
+case $key in
+*'|avx512|'*) near=$(echo "$key" | sed 's/|avx512|/|avx2|/') ;;
+*'|avx2|'*) near=$(echo "$key" | sed 's/|avx2|/|sse2|/') ;;
+*) near= ;;
+esac
+same_cpu=$(q "SELECT h.id FROM hardware h JOIN measurement m ON m.hardware_id = h.id
+	WHERE h.key = '$near' LIMIT 1")
+rest=${key#*|}
+other_cpu=$(q "SELECT h.id FROM hardware h JOIN measurement m ON m.hardware_id = h.id
+	WHERE h.id != $TARGET AND substr(h.key, instr(h.key, '|') + 1) = '$rest'
+	GROUP BY h.id ORDER BY COUNT(*) DESC LIMIT 1")
+TLP_AUX_NEAR=${TLP_AUX_NEAR:-${same_cpu:-$other_cpu}}
+if [ -z "${TLP_AUX_NEAR2:-}" ] && [ -n "$same_cpu" ] && [ -n "$other_cpu" ]; then
+	TLP_AUX_NEAR2=$same_cpu,$other_cpu
 fi
+TLP_AUX_NEAR2=${TLP_AUX_NEAR2:-}
 hold=""
 for n in $HOLDOUT; do hold="$hold --holdout-network $n"; done
 for n in $VALID; do hold="$hold --valid-network $n"; done
@@ -99,7 +103,7 @@ for n in $HOLDOUT; do
 	grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2 | sed "s/^/$n	/"
 done >"$DIR/holdout-tasks.tsv"
 echo "target hardware $TARGET: $(q "SELECT key FROM hardware WHERE id = $TARGET")" >&2
-echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}" >&2
+echo "auxiliary hardware: $AUX; the nearest: ${TLP_AUX_NEAR:-none}; the two nearest: ${TLP_AUX_NEAR2:-none}" >&2
 echo "validation networks: ${VALID:-none (early stopping on the holdout)}" >&2
 
 # model NAME TRAIN-ARGS...: train with seeds 1..TLP_SEEDS, print one row of
@@ -231,6 +235,10 @@ fi
 if [ -n "$TLP_AUX_NEAR" ]; then
 	model "mtl-tlp@$FRAC-near" --model mtl-tlp --feature tlp --rounds "$EPOCHS" \
 		--aux-hw "$TLP_AUX_NEAR" --target-fraction "$FRAC"
+fi
+if [ -n "$TLP_AUX_NEAR2" ]; then
+	model "mtl-tlp@$FRAC-near2" --model mtl-tlp --feature tlp --rounds "$EPOCHS" \
+		--aux-hw "$TLP_AUX_NEAR2" --target-fraction "$FRAC"
 fi
 model "tlp@$FRAC" --model tlp --feature tlp --rounds "$EPOCHS" --target-fraction "$FRAC"
 one_record
