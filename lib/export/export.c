@@ -157,7 +157,7 @@ static void emit_reads(tk_sb *sb, const te_prog *p, const te_stage *st, int dept
 	for (int r = 0; r < st->nread; r++) {
 		const te_read *rd = &st->read[r];
 		const te_tensor *t = &p->tensor[rd->tensor];
-		char names[TE_MAXDIM][8];
+		char names[TE_MAXDIM][16]; /* "d%d_" of any int: no truncation warning */
 		const char *var[TE_MAXDIM];
 		indent(sb, depth);
 		tk_sb_printf(sb, "{ /* %s[", t->name);
