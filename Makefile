@@ -37,19 +37,23 @@ LDFLAGS += $(SANITIZE)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -MMD -MP
 CPPFLAGS += -Ilib
 
-PKGS = sqlite3 zlib jansson xgboost openblas
+PKGS = sqlite3 zlib jansson xgboost openblas libprotobuf-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost -lopenblas)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lz -ljansson -lxgboost -lopenblas -lprotobuf-c)
 LDLIBS += $(PKG_LIBS) -lpthread -ldl -lm
 CPPFLAGS += $(PKG_CFLAGS)
 
-# libopenblas-dev: cblas_sgemm under lib/nn. sqlite3 (the shell), mandoc
-# and bsdextrautils (col) are for the tests; parallel, rsync, slurmctld,
-# slurmd and slurm-client for those of the recipes for many machines
-# (tests/t0121-recipes.sh starts a one-node Slurm cluster).
+# libopenblas-dev: cblas_sgemm under lib/nn. protobuf-c-compiler,
+# libprotobuf-c-dev and libonnx-dev (its onnx.proto): the ONNX reader of
+# lib/import. sqlite3 (the shell), mandoc and bsdextrautils (col) are for
+# the tests, and libonnx-testdata (ONNX's own node tests, tests/t0131);
+# parallel, rsync, slurmctld, slurmd and slurm-client for those of the
+# recipes for many machines (tests/t0121-recipes.sh starts a one-node Slurm
+# cluster).
 DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
 	libxgboost-dev libjansson-dev libopenblas-dev \
-	sqlite3 mandoc bsdextrautils parallel rsync slurmctld slurmd slurm-client
+	protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
+	sqlite3 mandoc bsdextrautils libonnx-testdata parallel rsync slurmctld slurmd slurm-client
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0)
 CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
@@ -57,7 +61,8 @@ CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 NETWORKS := $(sort $(wildcard data/networks/*.tsv))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/networks.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/networks.o \
+	$(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -102,6 +107,15 @@ $(BUILD)/gen/networks.c: $(NETWORKS)
 	  echo 'const char *const tk_builtin_network_names[] = {'; \
 	  for f in $(NETWORKS); do printf '"%s",\n' "$$(basename $$f .tsv)"; done; \
 	  echo '0 };'; } > $@
+
+# The ONNX reader's protobuf-c code, generated from the system's onnx.proto
+# (libonnx-dev), never committed: it follows the installed protobuf-c.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+CPPFLAGS += -I$(BUILD)/gen
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+$(BUILD)/lib/import/onnx.o: $(BUILD)/gen/onnx.pb-c.h
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<

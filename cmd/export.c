@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "export/export.h"
 #include "import/autotvm.h"
+#include "import/onnx.h"
 #include "store/store_report.h"
 #include "task/network.h"
 
@@ -267,7 +268,7 @@ int cmd_export(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EUNSUPP, "%s is simulated: its configurations are programs for "
 		               "the simulator, not C kernels; nothing to export ('tunekit report best' "
 		               "lists them)", tg.spec);
-	if (o.network && (rc = net_load(o.network, &net)))
+	if (o.network && (rc = onnx_net_load(o.network, &net)))
 		return tk_fail(ctx, rc, NULL);
 	int ntask = o.task.n + (net ? net->n : 0);
 	for (int i = 0; i < ntask && !rc; i++)

@@ -1,6 +1,7 @@
 /*
  * import: records measured by other tuners (Kernel Tuner cache files,
- * AutoTVM logs) into the store, one summary line per file.
+ * AutoTVM logs) into the store, one summary line per file; and the task
+ * list of an ONNX model, printed as a network file (no store involved).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,13 @@
 #include "cmd.h"
 #include "import/autotvm.h"
 #include "import/kernel_tuner.h"
+#include "import/onnx.h"
 #include "store/store_import.h"
 
 static const char *const usage[] = {
 	"tunekit import kernel-tuner FILE.json[.gz]... [--hardware NAME]\n"
-	"       tunekit import autotvm FILE.log...",
+	"       tunekit import autotvm FILE.log...\n"
+	"       tunekit import onnx MODEL.onnx [--input NAME=D1xD2x...]...",
 	"Import records measured by other tuners into the store, each file as one run.\n"
 	"kernel-tuner: Kernel Tuner cache files (JSON, gzip-compressed or not); each becomes the\n"
 	"task kt:KERNEL:SIZES with its tune_params as search space, on the hardware kt:DEVICE,\n"
@@ -21,15 +24,21 @@ static const char *const usage[] = {
 	"(tunekit.OP, as 'tunekit export --autotvm' writes them) become records again; records\n"
 	"of other templates and malformed lines are kept as foreign records with the reason.\n"
 	"A FILE of - is standard input (once per command). Records already imported are skipped, so importing a file twice adds nothing. Prints\n"
-	"one summary line per file.",
+	"one summary line per file.\n"
+	"onnx: infer the shape of every tensor of an ONNX model and print its tasks (Conv,\n"
+	"ConvTranspose, Gemm, MatMul) as a network file (weight<TAB>task, a '# node NAME (OP)'\n"
+	"comment before each task); the store is not touched. Input shapes are the model's, or\n"
+	"those of --input (a symbolic dimension needs one).",
 };
 
 static struct {
 	const char *hardware;
+	opt_list input;
 } o;
 
 static const opt options[] = {
 	{ OPT_STRING, "hardware", 0, &o.hardware, "NAME", "kernel-tuner: the device (default: the file's device_name)" },
+	{ OPT_LIST, "input", 0, &o.input, "NAME=DIMS", "onnx: the shape of a graph input, as 1x3x224x224 (repeatable)" },
 	OPT_END_
 };
 
@@ -75,6 +84,32 @@ static int import_autotvm(tk_ctx *ctx, tk_store *st, const char *path)
 	return EXIT_OK;
 }
 
+static int import_onnx(tk_ctx *ctx, int argc, char **argv)
+{
+	onnx_input *in;
+	char *tsv;
+	int rc;
+	if (argc != 2)
+		return tk_fail(ctx, TK_EINVAL, "onnx: expected one MODEL.onnx");
+	if (o.hardware)
+		return tk_fail(ctx, TK_EINVAL, "--hardware applies to kernel-tuner files only");
+	if (!(in = calloc((size_t)o.input.n + 1, sizeof *in)))
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	for (int i = 0; i < o.input.n; i++)
+		if ((rc = onnx_input_parse(o.input.v[i], &in[i]))) {
+			free(in);
+			return tk_fail(ctx, rc, NULL);
+		}
+	rc = onnx_import(argv[1], in, o.input.n, &tsv);
+	free(in);
+	if (rc)
+		return tk_fail(ctx, rc, NULL);
+	fputs(tsv, stdout);
+	free(tsv);
+	return fflush(stdout) || ferror(stdout) ? tk_fail(ctx, TK_EIO, "standard output: write error")
+	                                        : EXIT_OK;
+}
+
 int cmd_import(int argc, char **argv, tk_ctx *ctx)
 {
 	tk_store *st;
@@ -82,10 +117,14 @@ int cmd_import(int argc, char **argv, tk_ctx *ctx)
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
 	if (argc < 1)
-		return tk_fail(ctx, TK_EINVAL, "expected a format: kernel-tuner or autotvm");
+		return tk_fail(ctx, TK_EINVAL, "expected a format: kernel-tuner, autotvm or onnx");
+	if (!strcmp(argv[0], "onnx"))
+		return import_onnx(ctx, argc, argv);
+	if (o.input.n)
+		return tk_fail(ctx, TK_EINVAL, "--input applies to onnx models only");
 	kt = !strcmp(argv[0], "kernel-tuner");
 	if (!kt && strcmp(argv[0], "autotvm"))
-		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (kernel-tuner, autotvm)", argv[0]);
+		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (kernel-tuner, autotvm, onnx)", argv[0]);
 	if (argc < 2)
 		return tk_fail(ctx, TK_EINVAL, "no file to import");
 	if (!kt && o.hardware)

@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "codegen/kernel.h"
+#include "import/onnx.h"
 #include "measure/measure.h"
 #include "record/record.h"
 #include "store/store_tuning.h"
@@ -442,7 +443,7 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 
 	/* the work list: tasks, then their configurations */
 	tk_network *net = NULL;
-	if (o.network && (rc = net_load(o.network, &net)))
+	if (o.network && (rc = onnx_net_load(o.network, &net)))
 		return tk_fail(ctx, rc, NULL);
 	int ntask = o.task.n + (net ? net->n : 0);
 	for (int i = 0; i < ntask && !rc; i++)

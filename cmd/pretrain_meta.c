@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "import/onnx.h"
 #include "task/network.h"
 #include "train/train.h"
 
@@ -154,7 +155,7 @@ int cmd_pretrain_meta(int argc, char **argv, tk_ctx *ctx)
 	/* the held-out networks' tasks */
 	for (int i = 0; i < o.holdout_network.n && !status; i++) {
 		tk_network *net;
-		if ((rc = net_load(o.holdout_network.v[i], &net))) {
+		if ((rc = onnx_net_load(o.holdout_network.v[i], &net))) {
 			status = tk_fail(ctx, rc == TK_ENOTFOUND ? TK_EINVAL : rc, NULL);
 			break;
 		}

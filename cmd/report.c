@@ -15,14 +15,15 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "import/onnx.h"
 #include "measure/hidden.h"
 #include "model/cost.h"
 #include "report/check.h"
 #include "report/report.h"
+#include "space/space.h"
 #include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
-#include "space/space.h"
 #include "task/te.h"
 
 static const char *const usage[] = {
@@ -349,7 +350,7 @@ static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	if (o.network) {
 		tk_network *net;
-		if ((rc = net_load(o.network, &net)))
+		if ((rc = onnx_net_load(o.network, &net)))
 			return tk_fail(ctx, rc, NULL);
 		if (!(sel->agg = calloc((size_t)nRun, sizeof *sel->agg))) {
 			net_free(net);
@@ -623,7 +624,7 @@ static int report_compare(tk_ctx *ctx, int fmt)
 
 	if ((rc = load_runs(ctx, 0, &aRun, &nRun)))
 		goto done;
-	if (o.network && (rc = net_load(o.network, &net))) {
+	if (o.network && (rc = onnx_net_load(o.network, &net))) {
 		rc = tk_fail(ctx, rc, NULL);
 		goto done;
 	}

@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "features/feature.h"
+#include "import/onnx.h"
 #include "model/cost.h"
 #include "record/record.h"
 #include "task/network.h"
@@ -226,7 +227,7 @@ static int load_networks(tk_ctx *ctx, const opt_list *names, net_list *nets)
 	if (!(nets->v = calloc((size_t)names->n, sizeof *nets->v)))
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	for (int i = 0; i < names->n; i++) {
-		int rc = net_load(names->v[i], &nets->v[i]);
+		int rc = onnx_net_load(names->v[i], &nets->v[i]);
 		if (rc)
 			return tk_fail(ctx, rc == TK_ENOTFOUND ? TK_EINVAL : rc, NULL);
 		nets->n++;

@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "features/feature.h"
+#include "import/onnx.h"
 #include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
@@ -241,7 +242,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 			ctx->common.target = run_spec;
 	} else {
 		tk_network *net = NULL;
-		if (o.network && (rc = net_load(o.network, &net)))
+		if (o.network && (rc = onnx_net_load(o.network, &net)))
 			return tk_fail(ctx, rc, NULL);
 		ntask = o.task.n + (net ? net->n : 0);
 		if (ntask == 0)

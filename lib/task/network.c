@@ -119,6 +119,23 @@ static char *read_file(const char *path)
 	return tk_sb_take(&sb);
 }
 
+int net_parse(const char *where, const char *name, const char *text, tk_network **out)
+{
+	*out = NULL;
+	tk_network *n = calloc(1, sizeof *n);
+	if (!n)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	int rc = parse(where, text, n);
+	if (!rc && !(n->name = strdup(name)))
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+	if (rc) {
+		net_free(n);
+		return rc;
+	}
+	*out = n;
+	return TK_OK;
+}
+
 int net_load(const char *name, tk_network **out)
 {
 	*out = NULL;

@@ -26,6 +26,11 @@ typedef struct tk_network {
 int net_load(const char *name, tk_network **out);
 void net_free(tk_network *n);
 
+/* Parse the text of a network file (the format above) into a network
+ * named name; where names the text in messages ("WHERE:LINE: reason").
+ * Errors as net_load(). Free with net_free(). */
+int net_parse(const char *where, const char *name, const char *text, tk_network **out);
+
 /* Names of the built-in networks, NULL-terminated. */
 const char *const *net_builtin(void);
 
