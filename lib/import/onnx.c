@@ -1431,7 +1431,8 @@ static int op_conv_transpose(ox *o, int ni, node *nd)
 }
 
 /* Is the only consumer of v a Relu (directly, or through an Add of a
- * bias of n values)? Then a dense task is dense_relu. */
+ * bias of n values: an initializer, a Constant, or a graph input as in a
+ * model exported without its weights)? Then a dense task is dense_relu. */
 static int relu_follows(ox *o, const val *v, int64_t n)
 {
 	for (int hop = 0; hop < 2; hop++) {
@@ -1443,7 +1444,7 @@ static int relu_follows(ox *o, const val *v, int64_t n)
 		if (hop || strcmp(c->op, "Add") || c->nin != 2 || c->nout < 1)
 			return 0;
 		const val *b = c->in[0] == v ? c->in[1] : c->in[0];
-		if (!b || !b->weight || !b->known || nelem(b) != n || b->dim[b->ndim - 1] != n)
+		if (!b || !(b->weight || b->input) || !b->known || nelem(b) != n || b->dim[b->ndim - 1] != n)
 			return 0;
 		v = c->out[0];
 	}
