@@ -36,7 +36,7 @@ static struct {
 
 static const opt options[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "a task to export (repeatable; default: every task with a record)" },
-	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name, TSV file or MODEL.onnx)" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "records of this hardware id (default: that of --target)" },
 	{ OPT_STRING, "out", 'o', &o.out, "DIR", "output directory, created if needed (default kernels)" },
 	{ OPT_STRING, "autotvm", 0, &o.autotvm, "FILE", "also write the exported records as an AutoTVM log" },

@@ -36,7 +36,7 @@ static struct {
 
 static const opt options[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to measure, e.g. dense:m=512,n=512,k=512 (repeatable)" },
-	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name, TSV file or MODEL.onnx)" },
 	{ OPT_INT, "sample", 'n', &o.sample, "N", "N distinct random configurations per task" },
 	{ OPT_FLAG, "naive", 0, &o.naive, NULL, "also the naive configuration (the plain loop nest)" },
 	{ OPT_LIST, "config", 'c', &o.config, "CONFIG", "a configuration, or - to read TASK<TAB>CONFIG lines" },

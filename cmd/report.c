@@ -89,7 +89,7 @@ static const opt options[] = {
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check, hardware, records: only this hardware id" },
 	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid, records: a run (repeatable; default: the latest)" },
 	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve, records: only this task; importance: name the features for it" },
-	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name or file) as one workload" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name, file or MODEL.onnx) as one workload" },
 	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve, invalid: write an SVG chart to FILE (- for stdout)" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "invalid: trials per batch (default: the run's)" },
 	{ OPT_STRING, "model-file", 0, &o.model_file, "FILE", "importance: the model file (tunekit train)" },

@@ -48,7 +48,7 @@ static opt options[MAXDESC + 8];
 
 static const opt fixed_head[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
-	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name or TSV file)" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name, TSV file or MODEL.onnx)" },
 	{ OPT_STRING, "meta", 0, &o.meta, "FILE", "a meta-trained model (pretrain-meta) each task fine-tunes: --model-file for meta" },
 };
 static const opt fixed_tail[] = {

@@ -748,7 +748,7 @@ static int read_graph(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 			memset(&tmp, 0, sizeof tmp);
 			if (f.wt != 2 || tensor_read(o, f.data, f.len, &tmp, 1, &why) ||
 			    (!tmp.name && (why = "no name", 1)))
-				return bad(o, "initializer %s: %s", tmp.name ? pname(o, tmp.name) : "",
+				return bad(o, "initializer %s%s%s: %s", tmp.name ? "'" : "", tmp.name ? pname(o, tmp.name) : "", tmp.name ? "'" : "",
 				           f.wt != 2 ? "malformed" : why);
 			if (tmp.dtype == DT_UNDEF || tmp.dtype == DT_STRING) {
 				if (tmp.dtype == DT_UNDEF)
