@@ -100,6 +100,7 @@ typedef struct ox {
 	int nnode, capnode;
 	task_ent *task;
 	int ntask, captask;
+	const char *symbolic;    /* the first symbolic dimension without --input */
 	val **input;             /* graph inputs in the model's order */
 	int ninput, capinput;
 	int rc;                  /* for errors raised deep inside: see fail() */
@@ -703,9 +704,11 @@ static int read_input(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 			if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 				const char *sym = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
 				                  && d->dim_param ? d->dim_param : "?";
-				rc = bad(o, "graph input '%s': dimension %d is symbolic ('%s'): give the shape with "
-				         "--input %s=D1xD2x...", pname(o, vi->name), (int)i, pname(o, sym),
-				         pname(o, vi->name));
+				/* reported after the names of --input are checked */
+				if (!o->symbolic)
+					o->symbolic = tk_arena_printf(&o->a, "graph input '%s': dimension %d is "
+					        "symbolic ('%s'): give the shape with --input %s=D1xD2x...",
+					        pname(o, vi->name), (int)i, pname(o, sym), pname(o, vi->name));
 				goto out;
 			}
 			v->dim[i] = d->dim_value;
@@ -777,6 +780,8 @@ static int read_graph(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 	for (int i = 0; i < nin; i++)
 		if (!used[i])
 			return bad(o, "--input %s: the graph has no input of that name", pname(o, in[i].name));
+	if (o->symbolic)
+		return bad(o, "%s", o->symbolic);
 	r = (pb){ p, p + n };
 	while (pb_next(&r, &f) > 0) {
 		if (f.field == 1 && (rc = read_node(o, f.data, f.len)))
