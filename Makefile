@@ -46,8 +46,9 @@ CPPFLAGS += $(PKG_CFLAGS)
 # libopenblas-dev: cblas_sgemm under lib/nn. protobuf-c-compiler,
 # libprotobuf-c-dev and libonnx-dev (its onnx.proto): the ONNX reader of
 # lib/import. sqlite3 (the shell), mandoc and bsdextrautils (col) are for
-# the tests, and libonnx-testdata (ONNX's own node tests, tests/unit/onnx.c)
-# and time (the peak memory of a large model's import, tests/t0130); parallel, rsync, slurmctld, slurmd and slurm-client for those of the
+# the tests, libonnx-testdata (ONNX's own node tests, tests/unit/onnx.c)
+# and time (the peak memory of an import, tests/t0130-onnx.sh) too;
+# parallel, rsync, slurmctld, slurmd and slurm-client for those of the
 # recipes for many machines (tests/t0121-recipes.sh starts a one-node Slurm
 # cluster).
 DEBIAN_PACKAGES = build-essential pkg-config libsqlite3-dev zlib1g-dev clang \
