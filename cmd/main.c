@@ -34,7 +34,7 @@ static const tk_cmd commands[] = {
 	{ "export", cmd_export, NEEDS_STORE, "the best kernels as C files with a reference, test program and Makefile" },
 	{ "extract-features", cmd_extract_features, NEEDS_STORE | STORE_WRITE, "feature vectors of stored configurations for cost models" },
 	{ "help", cmd_help, 0, "help on commands, operators, targets and networks" },
-	{ "import", cmd_import, NEEDS_STORE | STORE_WRITE, "records of other tuners: Kernel Tuner cache files, AutoTVM logs" },
+	{ "import", cmd_import, NEEDS_STORE | STORE_WRITE, "records of other tuners (Kernel Tuner, AutoTVM); the tasks of ONNX models" },
 	{ "lock", cmd_lock, 0, "run a command holding the measurement lock" },
 	{ "measure", cmd_measure, NEEDS_STORE | STORE_WRITE,
 	  "compile, check and time configurations on this CPU" },
