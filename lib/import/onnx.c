@@ -2648,13 +2648,17 @@ int onnx_read(const void *buf, size_t size, const char *where, const onnx_input 
 		tk_sb_init(&sb);
 		tk_sb_printf(&sb, "# %s: the tasks of an ONNX model (opset %lld), by tunekit import onnx\n",
 		             o->where, (long long)o->opset);
-		for (int i = 0; i < o->ninput; i++) {
+		/* the first inputs: a model exported without its weights has them
+		 * all as inputs, after the data */
+		for (int i = 0; i < o->ninput && i < 8; i++) {
 			const val *v = o->input[i];
 			tk_sb_printf(&sb, "# input %s=", pname(o, v->name));
 			for (int j = 0; j < v->ndim; j++)
 				tk_sb_printf(&sb, "%s%lld", j ? "x" : "", (long long)v->dim[j]);
 			tk_sb_putc(&sb, '\n');
 		}
+		if (o->ninput > 8)
+			tk_sb_printf(&sb, "# and %d more graph inputs\n", o->ninput - 8);
 		tk_sb_puts(&sb, "weight\ttask\n");
 		for (int i = 0; i < o->ntask; i++) {
 			const node *nd = &o->nodes[o->task[i].node];
