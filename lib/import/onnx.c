@@ -103,7 +103,9 @@ typedef struct ox {
 	const char *symbolic;    /* the first symbolic dimension without --input */
 	val **input;             /* graph inputs in the model's order */
 	int ninput, capinput;
-	int rc;                  /* for errors raised deep inside: see fail() */
+	val **output;            /* graph outputs in the model's order */
+	int noutput, capoutput;
+	int shapes;              /* onnx_output_shapes(): no task needed */
 } ox;
 
 /* ---- protobuf wire format -------------------------------------------- */
@@ -732,6 +734,8 @@ static int read_output(ox *o, const uint8_t *p, size_t n)
 	if (vi->name && *vi->name) {
 		val *v = lookup(o, vi->name, 1);
 		v->graph_out = 1;
+		o->output = agrow(o, o->output, o->noutput, &o->capoutput, sizeof *o->output);
+		o->output[o->noutput++] = v;
 	}
 	onnx__value_info_proto__free_unpacked(vi, NULL);
 	return TK_OK;
@@ -837,7 +841,8 @@ static int set_out(ox *o, const node *nd, int k, int dtype, int ndim, const int6
 	v->known = 1;
 	v->dtype = dtype;
 	v->ndim = ndim;
-	memcpy(v->dim, dim, sizeof *dim * (size_t)ndim);
+	if (ndim)
+		memcpy(v->dim, dim, sizeof *dim * (size_t)ndim);
 	return TK_OK;
 }
 
@@ -2623,9 +2628,56 @@ static int read_model(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 		return bad(o, "no opset of the default ONNX domain");
 	if ((rc = read_graph(o, graph.data, graph.len, in, nin)) || (rc = infer(o)))
 		return rc;
-	if (o->ntask == 0)
+	if (o->ntask == 0 && !o->shapes)
 		return bad(o, "no Conv, ConvTranspose, Gemm or MatMul: the network has no task");
 	return TK_OK;
+}
+
+static void print_dims(tk_sb *sb, const val *v)
+{
+	for (int j = 0; j < v->ndim; j++)
+		tk_sb_printf(sb, "%s%lld", j ? "x" : "", (long long)v->dim[j]);
+}
+
+int onnx_output_shapes(const void *buf, size_t size, const char *where, const onnx_input *in,
+                       int nin, char **text)
+{
+	*text = NULL;
+	ox *o = calloc(1, sizeof *o);
+	if (!o)
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	tk_arena_init(&o->a);
+	if (setjmp(o->a.oom)) {
+		tk_arena_free(&o->a);
+		free(o);
+		return tk_seterr(TK_ENOMEM, "%s: out of memory", where);
+	}
+	o->where = pname(o, where);
+	o->shapes = 1;
+	int rc = read_model(o, buf, size, in, nin);
+	if (!rc) {
+		tk_sb sb;
+		tk_sb_init(&sb);
+		for (int i = 0; i < o->noutput; i++) {
+			const val *v = o->output[i];
+			if (!v->known) {
+				rc = bad(o, "graph output '%s' is produced by no node", pname(o, v->name));
+				break;
+			}
+			tk_sb_printf(&sb, "%s\t", pname(o, v->name));
+			print_dims(&sb, v);
+			tk_sb_putc(&sb, '\n');
+		}
+		if (!rc && sb.oom)
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+		if (rc)
+			tk_sb_free(&sb);
+		else
+			*text = tk_sb_take(&sb);
+	}
+	tk_arena_free(&o->a);
+	free(o);
+	return rc;
 }
 
 int onnx_read(const void *buf, size_t size, const char *where, const onnx_input *in, int nin,
@@ -2653,8 +2705,7 @@ int onnx_read(const void *buf, size_t size, const char *where, const onnx_input 
 		for (int i = 0; i < o->ninput && i < 8; i++) {
 			const val *v = o->input[i];
 			tk_sb_printf(&sb, "# input %s=", pname(o, v->name));
-			for (int j = 0; j < v->ndim; j++)
-				tk_sb_printf(&sb, "%s%lld", j ? "x" : "", (long long)v->dim[j]);
+			print_dims(&sb, v);
 			tk_sb_putc(&sb, '\n');
 		}
 		if (o->ninput > 8)

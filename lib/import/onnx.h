@@ -55,6 +55,14 @@ int onnx_input_parse(const char *arg, onnx_input *out);
 int onnx_read(const void *buf, size_t size, const char *where, const onnx_input *in, int nin,
               char **tsv);
 
+/* The inferred shapes of the graph outputs of the model in buf[0, size),
+ * one "NAME<TAB>D1xD2x..." line per output in the model's order (a scalar
+ * has no dimensions), into *text (malloc'd, the caller frees): shape
+ * inference alone, for the tests against ONNX's node tests. Errors as
+ * onnx_read(), except that a graph without tasks is fine. */
+int onnx_output_shapes(const void *buf, size_t size, const char *where, const onnx_input *in,
+                       int nin, char **text);
+
 /* onnx_read on the file at path, mapped, never read whole. TK_EIO if it
  * cannot be opened or mapped. */
 int onnx_import(const char *path, const onnx_input *in, int nin, char **tsv);

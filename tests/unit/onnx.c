@@ -11,6 +11,7 @@
  */
 #include "unit.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -152,9 +153,9 @@ static int varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
 	return -1;
 }
 
-/* A float tensor from path: dims, and raw_data or float_data. 0 on
- * success. */
-static int tensor_load(const char *path, tensor *t)
+/* A float tensor from path: dims, and raw_data or float_data (any type
+ * when !want_values: dims only). 0 on success. */
+static int tensor_read(const char *path, tensor *t, int want_values)
 {
 	FILE *f = fopen(path, "rb");
 	static uint8_t buf[1 << 20];
@@ -197,11 +198,13 @@ static int tensor_load(const char *path, tensor *t)
 		else
 			return -1;
 	}
-	if (dtype != 1)
-		return -1;
 	t->n = 1;
 	for (int i = 0; i < t->ndim; i++)
 		t->n *= t->dim[i];
+	if (!want_values)
+		return dtype ? 0 : -1;
+	if (dtype != 1)
+		return -1;
 	const uint8_t *src = raw ? raw : fd;
 	size_t srclen = raw ? rawlen : fdlen;
 	if (!src || srclen != (size_t)t->n * 4)
@@ -209,6 +212,11 @@ static int tensor_load(const char *path, tensor *t)
 	t->v = malloc(sizeof *t->v * (size_t)(t->n ? t->n : 1));
 	memcpy(t->v, src, srclen); /* little-endian float32, as on this machine */
 	return 0;
+}
+
+static int tensor_load(const char *path, tensor *t)
+{
+	return tensor_read(path, t, 1);
 }
 
 /* ---- ONNX's node tests --------------------------------------------- */
@@ -391,6 +399,70 @@ TEST(onnx_node_tests)
 		node_test(&node_tests[i], have_new);
 }
 
+/* Shape inference alone against every node test of the package: where
+ * the reader follows a test's graph, each output's shape is that of its
+ * output_K.pb. A test it does not follow (an operator it does not know, a
+ * shape input that is not constant) is fine; a wrong shape is not. */
+TEST(onnx_node_shapes)
+{
+	DIR *d = opendir(NODE_DIR);
+	struct dirent *e;
+	int followed = 0, refused = 0, wrong = 0;
+	static unsigned char buf[1 << 22];
+	if (!d) {
+		printf("onnx_node_shapes: skipped: libonnx-testdata is not installed (%s)\n", NODE_DIR);
+		return;
+	}
+	while ((e = readdir(d))) {
+		char path[768], *text = NULL;
+		if (strncmp(e->d_name, "test_", 5))
+			continue;
+		snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_DIR, e->d_name);
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf, f);
+		fclose(f);
+		if (n == sizeof buf)
+			continue;
+		int rc = onnx_output_shapes(buf, n, e->d_name, NULL, 0, &text);
+		CHECK(rc == TK_OK || rc == TK_EINVAL);
+		if (rc) {
+			refused++;
+			continue;
+		}
+		followed++;
+		int k = 0, bad = 0;
+		for (char *line = text, *nl; *line; line = nl + 1, k++) {
+			nl = strchr(line, '\n');
+			*nl = 0;
+			char want[256] = "", *got = strchr(line, '\t') + 1;
+			tensor t;
+			snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_%d.pb", NODE_DIR, e->d_name, k);
+			if (tensor_read(path, &t, 0)) {
+				bad = 1;
+				fprintf(stderr, "%s: output %d: no tensor in %s\n", e->d_name, k, path);
+				break;
+			}
+			for (int i = 0; i < t.ndim; i++)
+				snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? "x" : "",
+				         (long long)t.dim[i]);
+			if (strcmp(want, got)) {
+				bad = 1;
+				fprintf(stderr, "%s: output %d: inferred %s, output_%d.pb has %s\n", e->d_name, k,
+				        got, k, want);
+			}
+		}
+		wrong += bad;
+		free(text);
+	}
+	closedir(d);
+	printf("onnx_node_shapes: %d node tests followed with their output shapes right, %d refused, "
+	       "%d wrong\n", followed, refused, wrong);
+	CHECK_EQ_INT(wrong, 0);
+	CHECK(followed >= 400);
+}
+
 /* A model built in memory: protobuf by hand, the smallest Gemm. */
 TEST(read_memory)
 {
@@ -416,4 +488,4 @@ TEST(read_memory)
 	}
 }
 
-UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, read_memory)
+UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory)
