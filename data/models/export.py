@@ -2,10 +2,16 @@
 """Export the model zoo: ONNX graphs without weights (maintainer-only).
 
 Usage:  python3 data/models/export.py [OUTDIR] [NAME ...]
+        python3 data/models/export.py --verify [DIR] [NAME ...]
 
 OUTDIR defaults to the folder of this script (data/models); NAMEs restrict the
 export to those models (default: all of them).  Then run reference_tasks.py to
 write the NAME.tasks.tsv files.
+
+--verify checks DIR/NAME.tasks.tsv (from the ONNX graph) against what PyTorch itself
+computes: it runs each model once with hooks that record the input shape of every
+Conv2d and every linear/matmul/bmm call and compares the tasks they make (weights
+included; dense_relu counts as dense, since a hook does not see the Relu after it).
 
 Run with Debian 12's python3-torch 1.13 / python3-torchvision 0.14 and
 python3-onnx (the interpreter /usr/bin/python3).  Neither the build nor the tests
@@ -22,8 +28,13 @@ How each graph is exported (see README.md):
     so BatchNormalization stays a node of its own (the default, EVAL, folds it
     into the preceding Conv and names the folded weights onnx::Conv_NNN) and
     Dropout disappears, as in inference.
-  * opset 13, batch 1, NCHW, do_constant_folding=True, no dynamic axes: every
-    shape is static and onnx.shape_inference.infer_shapes derives all of them.
+  * opset 13, batch 1, NCHW, do_constant_folding=True (torch's default: it folds
+    the transposes of nn.Linear weights, which then appear as graph inputs named
+    onnx::MatMul_NNN of shape [in, out]), no dynamic axes.  Every input shape is
+    static; where torch still exports shape arithmetic (Tensor.chunk in
+    ShuffleNet-V2, nn.MultiheadAttention) see reference_tasks.py.
+  * each file passes onnx.checker.check_model and
+    onnx.shape_inference.infer_shapes(strict_mode=True).
   * with export_params=False the parameters are graph inputs (named as in the
     module's state_dict, e.g. "layer1.0.conv1.weight") carrying their shapes,
     and the file holds the graph alone.
@@ -231,7 +242,82 @@ def export(name, ctor, inp, outputs, outdir):
     return len(data), hashlib.sha256(data).hexdigest()[:16], len(m.graph.node)
 
 
+def verify(mdir, only):
+    """Compare the ONNX-derived task lists with the shapes PyTorch runs (see the docstring)."""
+    import collections
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import reference_tasks as R
+
+    bad = 0
+    for name, (ctor, inp, _) in models().items():
+        if only and name not in only:
+            continue
+        path = os.path.join(mdir, name + ".tasks.tsv")
+        if not os.path.exists(path):
+            continue
+        got = collections.Counter()
+
+        def conv_hook(mod, args, out):
+            s = list(args[0].shape)
+            if isinstance(mod.padding, str) or len(s) != 4:
+                raise RuntimeError("%s: padding %r on %s" % (name, mod.padding, s))
+            p = dict(n=s[0], c=s[1], h=s[2], w=s[3], r=mod.kernel_size[0],
+                     s=mod.kernel_size[1], stride=mod.stride[0], stride_w=mod.stride[1],
+                     dilation=mod.dilation[0], dilation_w=mod.dilation[1],
+                     pad=mod.padding[0], pad_b=mod.padding[0], pad_l=mod.padding[1],
+                     pad_r=mod.padding[1])
+            opt = dict(stride_w="stride", dilation=1, dilation_w="dilation",
+                       pad_l="pad", pad_b="pad", pad_r="pad_l")
+            if mod.groups == s[1] == mod.out_channels:
+                got[R.key("depthwise_conv2d", p, opt)] += 1
+            else:
+                p.update(k=mod.out_channels, groups=mod.groups)
+                opt.update(groups=1)
+                got[R.key("conv2d", p, opt)] += 1
+
+        def linear(x, w, b=None):
+            got[R.key("dense", dict(m=math.prod(x.shape[:-1]), k=x.shape[-1],
+                                    n=w.shape[0]), {})] += 1
+            return real["linear"](x, w, b)
+
+        def matmul(a, b):
+            sa, sb = list(a.shape), list(b.shape)
+            if len(sb) == 2:
+                got[R.key("dense", dict(m=math.prod(sa[:-1]), k=sa[-1], n=sb[1]), {})] += 1
+            else:
+                bd = torch.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
+                got[R.key("batch_matmul", dict(b=math.prod(bd), m=sa[-2], k=sa[-1],
+                                               n=sb[-1]), {})] += 1
+            return real["matmul"](a, b)
+
+        real = dict(linear=F.linear, matmul=torch.matmul, bmm=torch.bmm)
+        torch.manual_seed(SEED)
+        model = ctor().eval()
+        for mod in model.modules():
+            if isinstance(mod, nn.Conv2d):
+                mod.register_forward_hook(conv_hook)
+        F.linear, torch.matmul, torch.bmm = linear, matmul, matmul
+        try:
+            model(inp[1])  # with grad, so nn.TransformerEncoderLayer takes no fused path
+        finally:
+            F.linear, torch.matmul, torch.bmm = real["linear"], real["matmul"], real["bmm"]
+        ref = collections.Counter()
+        for k, w in R.read_tsv(path).items():
+            ref[k.replace("dense_relu:", "dense:")] += w
+        if ref == got:
+            print("%-22s PyTorch runs the same %d tasks" % (name, len(ref)))
+        else:
+            bad += 1
+            print("%-22s DIFFERS: only ONNX %s; only PyTorch %s"
+                  % (name, dict(ref - got), dict(got - ref)))
+    return 1 if bad else 0
+
+
 def main(argv):
+    if len(argv) > 1 and argv[1] == "--verify":
+        mdir = argv[2] if len(argv) > 2 else os.path.dirname(os.path.abspath(__file__))
+        torch.set_num_threads(1)
+        return verify(mdir, set(argv[3:]))
     outdir = argv[1] if len(argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     only = set(argv[2:])
     os.makedirs(outdir, exist_ok=True)

@@ -13,9 +13,10 @@ data/networks/NAME.tsv against DIR/NAME.tasks.tsv for every NAME both have, and
 prints the differences (exit 1 if any).
 
 Shapes: onnx.shape_inference.infer_shapes (strict, data_prop=True) on the graph.
-Where torch exported shape arithmetic (Shape -> Gather -> Add/Div/Mul -> Slice, e.g.
-Tensor.chunk in ShuffleNet-V2 and nn.MultiheadAttention) ONNX 1.12's inference leaves
-the Slice outputs without a shape; this script then evaluates those small integer
+Where torch exported shape arithmetic (Shape -> Gather -> Add/Div/Mul -> Slice for
+Tensor.chunk in ShuffleNet-V2 and nn.MultiheadAttention; Shape -> Slice -> Concat ->
+Resize for DeepLabV3's F.interpolate(size=...)) ONNX 1.12's inference, even with
+data_prop, leaves the results without a shape; this script then evaluates those small integer
 tensors itself (only nodes whose inputs are Constants or Shapes of tensors ONNX has
 already shaped, only integer results), puts them in the graph as Constants, and runs
 infer_shapes again until nothing changes.  Every tensor shape still comes from ONNX's
@@ -364,7 +365,8 @@ def write_tsv(name, path, out):
     if folded:
         lines.append("# %d integer shape-arithmetic nodes (Shape/Gather/Div/...) evaluated as Constants"
                      % folded)
-        lines.append("# before shape inference: ONNX 1.12 does not propagate them into Slice.")
+        lines.append("# before shape inference: ONNX %s's inference does not propagate their values."
+                     % onnx.__version__)
     lines.append("# Above each task: the first ONNX node (and its op) it comes from.")
     lines.append("weight\ttask")
     for k, (w, node, _, _) in tasks.items():
