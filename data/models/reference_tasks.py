@@ -248,6 +248,25 @@ def conv_task(node, shape):
             op = "conv1d_transpose"
     else:
         raise Fail("%s: %s on %d-D input is not a task tunekit has" % (node.name, node.op_type, nd))
+    # the task's output size must be the one ONNX inferred for the node
+    want = shape(node.output[0])[2:]
+    if op == "conv1d" or op == "conv1d_transpose":
+        sides = [(p["w"], p["r"], p["stride"], p["dilation"], p["pad"], p["pad_r"],
+                  p.get("out_pad", 0))]
+    else:
+        sides = [(p["h"], p["r"], p["stride"], p["dilation"], p["pad"], p["pad_b"],
+                  p.get("out_pad", 0)),
+                 (p["w"], p["s"], p["stride_w"], p["dilation_w"], p["pad_l"], p["pad_r"],
+                  p.get("out_pad_w", 0))]
+    got = []
+    for i, r, st, d, pa, pb_, op_ in sides:
+        if transpose:
+            got.append((i - 1) * st - pa - pb_ + d * (r - 1) + 1 + op_)
+        else:
+            got.append((i + pa + pb_ - d * (r - 1) - 1) // st + 1)
+    if got != want:
+        raise Fail("%s: task %s gives output %s, ONNX inferred %s"
+                   % (node.name, key(op, p, opt), got, want))
     return key(op, p, opt), p, op
 
 
