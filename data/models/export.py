@@ -32,7 +32,8 @@ How each graph is exported (see README.md):
     the transposes of nn.Linear weights, which then appear as graph inputs named
     onnx::MatMul_NNN of shape [in, out]), no dynamic axes.  Every input shape is
     static; where torch still exports shape arithmetic (Tensor.chunk in
-    ShuffleNet-V2, nn.MultiheadAttention) see reference_tasks.py.
+    ShuffleNet-V2 and nn.MultiheadAttention, F.interpolate in DeepLabV3) see
+    reference_tasks.py.
   * each file passes onnx.checker.check_model and
     onnx.shape_inference.infer_shapes(strict_mode=True).
   * with export_params=False the parameters are graph inputs (named as in the
@@ -177,7 +178,7 @@ def models():
         "alexnet": (lambda: tvm.alexnet(weights=None), 224),
         "squeezenet-1.0": (lambda: tvm.squeezenet1_0(weights=None), 224),
         "mobilenet-v2": (lambda: tvm.mobilenet_v2(weights=None), 224),
-        # networks no hand-written list can express
+        # the others issue 52 names: grouped, dilated, 1x7/7x1, 7x7 depthwise, ...
         "resnext-50-32x4d": (lambda: tvm.resnext50_32x4d(weights=None), 224),
         "regnet-y-400mf": (lambda: tvm.regnet_y_400mf(weights=None), 224),
         "efficientnet-b0": (lambda: tvm.efficientnet_b0(weights=None), 224),
@@ -235,7 +236,7 @@ def export(name, ctor, inp, outputs, outdir):
              + list(inferred.graph.output)}
     missing = [o for n in inferred.graph.node for o in n.output if o and o not in known]
     if missing:
-        raise RuntimeError("%s: shape inference left %d tensors without a shape, first %s"
+        raise RuntimeError("%s: shape inference left %d tensors without a type, first %s"
                            % (name, len(missing), missing[0]))
     with open(path, "rb") as f:
         data = f.read()
