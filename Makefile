@@ -61,7 +61,12 @@ CPPFLAGS += -DTK_VERSION='"$(VERSION)"'
 
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard cmd/*.c))
-NETWORKS := $(sort $(wildcard data/networks/*.tsv))
+# Built-in networks: the hand-derived lists, and the task lists of the model
+# zoo's ONNX graphs (data/models/NAME.tasks.tsv) that have no hand-derived one.
+HAND_NETWORKS := $(sort $(wildcard data/networks/*.tsv))
+ZOO_NETWORKS := $(filter-out $(HAND_NETWORKS:data/networks/%.tsv=data/models/%.tasks.tsv), \
+	$(sort $(wildcard data/models/*.tasks.tsv)))
+NETWORKS := $(HAND_NETWORKS) $(ZOO_NETWORKS)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/networks.o \
 	$(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
@@ -95,18 +100,18 @@ $(BUILD)/gen/schema_sql.c: schemas/store.sql
 	  echo ';'; } > $@
 
 # The network task lists too, so the binary needs no data directory.
-$(BUILD)/gen/networks.c: $(NETWORKS)
+$(BUILD)/gen/networks.c: $(NETWORKS) Makefile
 	@mkdir -p $(dir $@)
 	{ echo 'typedef struct { const char *name, *text; } builtin;'; \
 	  echo 'const builtin tk_builtin_networks[] = {'; \
 	  for f in $(NETWORKS); do \
-	    printf '{ "%s",\n' "$$(basename $$f .tsv)"; \
+	    printf '{ "%s",\n' "$$(basename $$f .tsv | sed 's/[.]tasks$$//')"; \
 	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' -e 's/^/"/' -e 's/$$/\\n"/' $$f; \
 	    echo '},'; \
 	  done; \
 	  echo '{ 0, 0 } };'; \
 	  echo 'const char *const tk_builtin_network_names[] = {'; \
-	  for f in $(NETWORKS); do printf '"%s",\n' "$$(basename $$f .tsv)"; done; \
+	  for f in $(NETWORKS); do printf '"%s",\n' "$$(basename $$f .tsv | sed 's/[.]tasks$$//')"; done; \
 	  echo '0 };'; } > $@
 
 # The ONNX reader's protobuf-c code, generated from the system's onnx.proto

@@ -32,7 +32,9 @@ static const opt options[] = { OPT_END_ };
 
 static void help_tasks(void)
 {
-	printf("A task is OP:key=value,... with integer values; NAME=VALUE below is a default.\n\n");
+	printf("A task is OP:key=value,... with integer values; NAME=VALUE below is a default\n"
+	       "(NAME=OTHER: the value of OTHER). Parameters after '|' are optional: the\n"
+	       "canonical task names them only where they differ from their default.\n\n");
 	for (int i = 0; i < te_nops; i++) {
 		const te_opdecl *d = &te_ops[i];
 		const char *nl = strchr(d->text, '\n');
@@ -40,7 +42,12 @@ static void help_tasks(void)
 		printf("  %-22s %.*s\n  %-22s %s\n", d->name, len > 0 ? len : 0, d->text + 7, "",
 		       d->summary);
 	}
-	printf("\nExample: conv2d:c=64,h=56,w=56,k=64,pad=1\n");
+	printf("\nConvolutions: r x s is the kernel; stride and dilation are the height's,\n"
+	       "stride_w and dilation_w the width's; pad is the top padding, pad_l the left,\n"
+	       "pad_b the bottom, pad_r the right; groups split the channels.\n"
+	       "Examples: conv2d:c=64,h=56,w=56,k=64,pad=1\n"
+	       "          conv2d:c=128,h=28,w=28,k=128,pad=1,groups=32     (ResNeXt)\n"
+	       "          conv2d:c=192,h=17,w=17,k=192,r=1,s=7,pad_l=3     (Inception-v3)\n");
 }
 
 static void help_targets(void)

@@ -28,6 +28,7 @@
 
 static const char *const usage[] = {
 	"tunekit report [--format table|tsv|json] [--hardware ID] (best | runs | model | hardware)\n"
+	"   or: tunekit report [--format FMT] [--hardware ID] --network NAME best\n"
 	"   or: tunekit report [--format FMT] [--hardware ID | --run ID...] [--task TASK] records\n"
 	"   or: tunekit report [--format FMT] curve [--run ID]... [--task TASK | --network NAME]\n"
 	"                      [--plot FILE [--x trials|seconds] [--log]]\n"
@@ -40,7 +41,9 @@ static const char *const usage[] = {
 	"its median measurement (one lucky timing does not make it best), with that\n"
 	"measurement's latency (median of its repeats), GFLOPS, and its speed-up over the\n"
 	"naive loop nest when that was measured on the same hardware; hw_kind says whether\n"
-	"the latency was timed on a cpu or is a simulator's (simulated).\n"
+	"the latency was timed on a cpu or is a simulator's (simulated). With --network, the\n"
+	"network's tasks only, with their weights, and on stderr the estimated latency per\n"
+	"hardware (sum of weight x best latency).\n"
 	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
 	"search, model fits, compilation, running; the build cache's hit rate; code\n"
 	"generation, the reference, storing), trials, valid records, trials measured and\n"
@@ -89,7 +92,7 @@ static const opt options[] = {
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "best, runs, model, check, hardware, records: only this hardware id" },
 	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid, records: a run (repeatable; default: the latest)" },
 	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve, records: only this task; importance: name the features for it" },
-	{ OPT_STRING, "network", 0, &o.network, "NAME", "curve, compare: a network (name, file or MODEL.onnx) as one workload" },
+	{ OPT_STRING, "network", 0, &o.network, "NAME", "best: its tasks and estimated latency; curve, compare: a network (name, file or MODEL.onnx) as one workload" },
 	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve, invalid: write an SVG chart to FILE (- for stdout)" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "invalid: trials per batch (default: the run's)" },
 	{ OPT_STRING, "model-file", 0, &o.model_file, "FILE", "importance: the model file (tunekit train)" },
@@ -100,11 +103,21 @@ static const opt options[] = {
 	OPT_END_
 };
 
+/* best --network: per hardware, the sum of weight x best latency */
+typedef struct net_sum {
+	int64_t hw;
+	double latency;
+	int ntask;
+} net_sum;
+
 typedef struct best_ctx {
 	tk_ctx *ctx;
 	table *t;
 	int fmt;
 	const char *task; /* records: only this task key */
+	const tk_network *net; /* best: only its tasks, with their weights */
+	net_sum sum[64];
+	int nsum;
 } best_ctx;
 
 /* The store's key of --task: canonical for a template task, as given for an
@@ -153,8 +166,24 @@ static int naive_speedup(tk_ctx *ctx, const store_rec *r, double *out)
 static int best_row(void *p, const store_rec *r)
 {
 	best_ctx *b = p;
-	char id[24], hw[24], run[24], lat[32], gf[32], sp[32] = "";
+	char id[24], hw[24], run[24], lat[32], gf[32], sp[32] = "", wt[32] = "";
 	double speedup;
+	if (b->net) {
+		int i, h;
+		for (i = 0; i < b->net->n && strcmp(b->net->task[i].task, r->task); i++)
+			;
+		if (i == b->net->n)
+			return 0;
+		for (h = 0; h < b->nsum && b->sum[h].hw != r->hardware_id; h++)
+			;
+		if (h == b->nsum && b->nsum < (int)ArraySize(b->sum))
+			b->sum[b->nsum++] = (net_sum){ r->hardware_id, 0, 0 };
+		if (h < b->nsum) {
+			b->sum[h].latency += b->net->task[i].weight * r->median;
+			b->sum[h].ntask++;
+		}
+		snprintf(wt, sizeof wt, "%g", b->net->task[i].weight);
+	}
 	snprintf(id, sizeof id, "%lld", (long long)r->id);
 	snprintf(hw, sizeof hw, "%lld", (long long)r->hardware_id);
 	snprintf(run, sizeof run, "%lld", (long long)r->run_id);
@@ -167,7 +196,7 @@ static int best_row(void *p, const store_rec *r)
 		snprintf(sp, sizeof sp, "%.2f", speedup);
 	const char *busy = r->load < 0 ? "" : r->load > BUSY_LOAD ? "1" : "0";
 	const char *cells[] = { id, r->task, r->config, hw, lat, gf, sp, run, busy,
-	                        r->hw_kind ? r->hw_kind : "" };
+	                        r->hw_kind ? r->hw_kind : "", wt };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -176,17 +205,37 @@ static int report_best(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run", "busy",
-		"hw_kind",
+		"hw_kind", "weight",
 	};
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, NULL };
-	if (!b.t)
+	tk_network *net = NULL;
+	int rc;
+	if (o.network && (rc = onnx_net_load(o.network, &net)))
+		return tk_fail(ctx, rc, NULL);
+	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr) - !net, hdr), .fmt = fmt, .net = net };
+	if (!b.t) {
+		net_free(net);
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
-	int rc = store_best(ctx->store, o.hardware, best_row, &b);
+	}
+	rc = store_best(ctx->store, o.hardware, best_row, &b);
 	if (rc) {
 		table_free(b.t);
+		net_free(net);
 		return tk_fail(ctx, rc, NULL);
 	}
-	return table_print(b.t, stdout, fmt);
+	int status = table_print(b.t, stdout, fmt);
+	/* the estimate: every task of the network tuned on the hardware, or not */
+	for (int h = 0; net && h < b.nsum && !ctx->common.quiet; h++) {
+		char lat[32];
+		fmt_seconds(lat, b.sum[h].latency);
+		fprintf(stderr, "network %s on hardware %lld: estimated latency %s%s (%d of %d tasks"
+		        " tuned)\n", net->name, (long long)b.sum[h].hw, lat,
+		        b.sum[h].ntask < net->n ? " and more" : "", b.sum[h].ntask, net->n);
+	}
+	if (net && b.nsum == 0 && !ctx->common.quiet)
+		fprintf(stderr, "network %s: none of its %d tasks has a valid record%s\n", net->name,
+		        net->n, o.hardware ? " on that hardware" : "");
+	net_free(net);
+	return status;
 }
 
 static int run_row(void *p, const store_runinfo *r)
@@ -237,7 +286,7 @@ static int report_runs(tk_ctx *ctx, int fmt)
 		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "measured", "predicted",
 		"best_latency", "hw", "replay", "command",
 	};
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, NULL };
+	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr), hdr), .fmt = fmt, .task = NULL };
 	if (!b.t)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	int rc = store_runs(ctx->store, run_row, &b);
@@ -713,7 +762,7 @@ static int report_model(tk_ctx *ctx, int fmt)
 	const char *hdr[4 + RP_MODEL_NKEY] = { "id", "kind", "hw", "created" };
 	for (int k = 0; k < RP_MODEL_NKEY; k++)
 		hdr[4 + k] = rp_model_keys[k];
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, NULL };
+	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr), hdr), .fmt = fmt, .task = NULL };
 	if (!b.t)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	int rc = rp_models(ctx->store, model_row, &b);
@@ -1039,7 +1088,8 @@ static int report_records(tk_ctx *ctx, int fmt)
 		"hw_kind",
 	};
 	char hw[24];
-	best_ctx b = { ctx, table_new(ArraySize(hdr), hdr), fmt, o.task ? task_key(o.task) : NULL };
+	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr), hdr), .fmt = fmt,
+	               .task = o.task ? task_key(o.task) : NULL };
 	int rc = TK_OK;
 	if (o.run.n && o.hardware)
 		rc = tk_seterr(TK_EINVAL, "report records takes --hardware or --run, not both");
@@ -1078,7 +1128,7 @@ static int check_options(tk_ctx *ctx, int r)
 		bad = "--hardware";
 	else if (o.run.n && r != R_CURVE && r != R_COMPARE && r != R_INVALID && r != R_RECORDS)
 		bad = "--run";
-	else if (o.network && r != R_CURVE && r != R_COMPARE)
+	else if (o.network && r != R_CURVE && r != R_COMPARE && r != R_BEST)
 		bad = "--network";
 	else if (o.task && r != R_CURVE && r != R_IMPORTANCE && r != R_RECORDS)
 		bad = "--task";

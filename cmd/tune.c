@@ -39,7 +39,7 @@ static const char *const usage[] = {
 static struct {
 	opt_list task;
 	const char *network, *meta, *given[MAXDESC];
-	int64_t run;
+	int64_t run, until;
 	ms_cli ms;
 	int resume;
 } o;
@@ -54,6 +54,7 @@ static const opt fixed_head[] = {
 static const opt fixed_tail[] = {
 	{ OPT_FLAG, "resume", 0, &o.resume, NULL, "continue the last unfinished tuning run" },
 	{ OPT_INT, "run", 0, &o.run, "ID", "with --resume: the run to continue" },
+	{ OPT_INT, "until", 0, &o.until, "N", "in place of --trials: tune the tasks with fewer than N trials on the target in the store, with the sum of what they lack as the budget" },
 	MS_CLI_OPTIONS(o.ms),
 	OPT_END_
 };
@@ -173,6 +174,36 @@ static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
 	return EXIT_OK;
 }
 
+/* --until N: keep the tasks with fewer than N trials on the target in the
+ * store; the budget is the sum of what they lack. */
+static int top_up(tk_ctx *ctx, tk_store *st, const tk_target *tg, tn_opts *t, int *ntask,
+                  char **task, double *weight)
+{
+	const tn_optdesc *td = tn_optdesc_find("trials");
+	if (o.resume || o.until < 1 || t->replay[0] || (td && o.given[td - tn_optdescs]))
+		return tk_fail(ctx, TK_EINVAL, "--until N (N >= 1) takes the place of --trials, and"
+		               " applies to a new run on a real target (no --resume, no --replay)");
+	int64_t lack = 0;
+	int k = 0;
+	for (int i = 0; i < *ntask; i++) {
+		int64_t have;
+		int rc = tn_trials_stored(st, tg->key, task[i], &have);
+		if (rc)
+			return tk_fail(ctx, rc, NULL);
+		if (have >= o.until) {
+			free(task[i]);
+			continue;
+		}
+		lack += o.until - have;
+		task[k] = task[i];
+		weight[k++] = weight[i];
+	}
+	*ntask = k;
+	t->trials = lack;
+	t->prior = 1;
+	return EXIT_OK;
+}
+
 static void summary(tk_ctx *ctx, const tn_result *r)
 {
 	char lat[32];
@@ -207,6 +238,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	double *weight = NULL;
 	int64_t resume = 0;
 	ms_cli_init(&o.ms);
+	o.until = INT64_MIN; /* not given */
 	options_build();
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
@@ -259,16 +291,24 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		}
 		net_free(net);
 	}
+	tn_stores in = { 0 };
 	int status = apply(ctx, &t, o.resume);
 	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
 		status = tk_fail(ctx, rc, NULL);
+	if (!status && o.until != INT64_MIN)
+		status = top_up(ctx, st, &tg, &t, &ntask, task, weight);
+	if (!status && ntask == 0) {
+		if (!ctx->common.quiet)
+			fprintf(stderr, "%s: every task has %lld trials on %s in %s: nothing to tune\n",
+			        ctx->prog, (long long)o.until, tg.spec, ctx->common.db);
+		status = -1; /* done */
+	}
 	/* an accelerator's space has no loop nest: its features default to knob */
 	const tn_optdesc *fd = tn_optdesc_find("feature");
 	if (!status && !o.resume && !t.replay[0] && (tg.flags & TK_TARGET_SIMULATED) && fd &&
 	    !o.given[fd - tn_optdescs])
 		snprintf(t.feature, sizeof t.feature, "knob");
 	/* the dataset of a replay and the history of transfer learning */
-	tn_stores in = { 0 };
 	if (!status && t.model_file[0])
 		status = read_model(ctx, &t, &in);
 	/* --other-model picks a model for what a meta model does not cover */
@@ -315,5 +355,5 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	free(task);
 	free(weight);
 	free(o.task.v);
-	return status;
+	return status < 0 ? EXIT_OK : status;
 }

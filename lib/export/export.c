@@ -348,7 +348,8 @@ char *ex_kernel_name(const te_prog *p)
 	tk_sb_init(&sb);
 	tk_sb_puts(&sb, p->op);
 	for (int i = 0; i < p->nparam; i++)
-		tk_sb_printf(&sb, "_%s%lld", p->param[i].name, (long long)p->param[i].val);
+		if (p->param[i].in_key)
+			tk_sb_printf(&sb, "_%s%lld", p->param[i].name, (long long)p->param[i].val);
 	for (size_t i = 0; sb.s && i < sb.n; i++) {
 		char c = sb.s[i];
 		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

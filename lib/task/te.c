@@ -23,7 +23,17 @@ typedef struct name {
 	const char *name;
 	int kind;
 	int64_t val; /* value, or axis number for NM_AXIS */
+	int soft;    /* an optional parameter at its constant default (see mk) */
 } name;
+
+/* A parameter of the declaration being instantiated. */
+typedef struct pdecl {
+	int optional;      /* after '|': left out of the key at its default */
+	int64_t def;       /* constant default, -1 if required or named */
+	int from;          /* default is the value of parameter `from`, else -1 */
+	int64_t min;       /* smallest value accepted */
+	int given;
+} pdecl;
 
 typedef struct parser {
 	te_prog *p;
@@ -62,6 +72,30 @@ static int64_t floormod(int64_t a, int64_t b)
 	return a - floordiv(a, b) * b;
 }
 
+static te_expr *node(parser *ps, int kind, int64_t val, te_expr *a, te_expr *b, int soft)
+{
+	te_expr *e = tk_arena_alloc(&ps->p->arena, sizeof *e);
+	e->kind = kind;
+	e->val = val;
+	e->a = a;
+	e->b = b;
+	e->soft = soft;
+	return e;
+}
+
+static int is_const(const te_expr *e, int64_t v)
+{
+	return e->kind == TE_CONST && e->val == v;
+}
+
+/*
+ * Build a node, folding constants. A "soft" constant comes from an optional
+ * parameter at its constant default (dilation=1, groups=1): the terms it
+ * neutralises fold away (x*1, x+0, x/1, and axis/C when the axis stays below
+ * C), so a task that leaves the new parameters out instantiates exactly the
+ * program it did before they existed. Ordinary constants never fold with an
+ * axis: `y*stride` with stride=1 stays a product, as it always was.
+ */
 static te_expr *mk(parser *ps, int kind, int64_t val, te_expr *a, te_expr *b)
 {
 	if (a && b && a->kind == TE_CONST && b->kind == TE_CONST) {
@@ -76,16 +110,31 @@ static te_expr *mk(parser *ps, int kind, int64_t val, te_expr *a, te_expr *b)
 		case TE_MOD: val = floormod(x, y); break;
 		default: goto keep; /* EDIV of constants keeps its validity check */
 		}
-		kind = TE_CONST;
-		a = b = NULL;
+		return node(ps, TE_CONST, val, NULL, NULL, a->soft || b->soft);
 	}
-keep:;
-	te_expr *e = tk_arena_alloc(&ps->p->arena, sizeof *e);
-	e->kind = kind;
-	e->val = val;
-	e->a = a;
-	e->b = b;
-	return e;
+	if (a && b && (a->soft || b->soft)) {
+		te_expr *c = a->soft ? a : b, *o = a->soft ? b : a;
+		if (kind == TE_MUL && is_const(c, 1))
+			return o;
+		if (kind == TE_MUL && is_const(c, 0))
+			return c;
+		if (kind == TE_ADD && is_const(c, 0))
+			return o;
+		if ((kind == TE_SUB && b->soft && is_const(b, 0)) ||
+		    ((kind == TE_DIV || kind == TE_EDIV) && b->soft && is_const(b, 1)))
+			return a;
+		if ((kind == TE_DIV || kind == TE_MOD) && b->soft && ps->st) {
+			/* an axis below the divisor: its quotient is 0, its remainder itself */
+			int64_t ext[TE_MAXAXIS], lo, hi;
+			for (int i = 0; i < ps->st->naxis; i++)
+				ext[i] = ps->st->axis[i].extent;
+			te_expr_range(a, ext, &lo, &hi);
+			if (lo >= 0 && hi < b->val)
+				return kind == TE_MOD ? a : node(ps, TE_CONST, 0, NULL, NULL, 1);
+		}
+	}
+keep:
+	return node(ps, kind, val, a, b, 0);
 }
 
 static void skipsp(parser *ps)
@@ -142,7 +191,7 @@ static void define(parser *ps, const char *id, int kind, int64_t val)
 {
 	if (ps->nname == ArraySize(ps->names))
 		fail(ps, "too many names");
-	ps->names[ps->nname++] = (name){ id, kind, val };
+	ps->names[ps->nname++] = (name){ id, kind, val, 0 };
 }
 
 static te_expr *expr(parser *ps);
@@ -181,7 +230,7 @@ static te_expr *factor(parser *ps)
 		fail(ps, "unknown name '%s'", id);
 	if (nm->kind == NM_AXIS)
 		return mk(ps, TE_AXIS, nm->val, NULL, NULL);
-	return mk(ps, TE_CONST, nm->val, NULL, NULL);
+	return node(ps, TE_CONST, nm->val, NULL, NULL, nm->soft);
 }
 
 static te_expr *term(parser *ps)
@@ -541,21 +590,43 @@ static void stage_decl(parser *ps)
 	p->nstage++;
 }
 
-/* Parse the params line of decl into names[] with defaults; required ones
- * get val -1. Returns the number of params. */
-static void params_decl(parser *ps, int64_t *minval)
+/* Parse the params line: NAME, NAME=NUMBER or NAME=OTHER (an earlier
+ * parameter's value); the ones after '|' are optional: the task's key names
+ * them only when they differ from their default. A parameter accepts 0 when
+ * its default is 0 (or is another that accepts 0), else values >= 1. */
+static void params_decl(parser *ps, pdecl *pd)
 {
 	te_prog *p = ps->p;
+	int optional = 0;
 	while (skipsp(ps), *ps->s) {
+		if (accept(ps, "|")) {
+			optional = 1;
+			continue;
+		}
 		if (p->nparam == TE_MAXPARAM)
 			fail(ps, "too many parameters");
+		pdecl *d = &pd[p->nparam];
+		*d = (pdecl){ optional, -1, -1, 1, 0 };
 		const char *id = ident(ps);
-		int64_t def = -1;
-		if (accept(ps, "="))
-			def = cexpr(ps);
-		minval[p->nparam] = def == 0 ? 0 : 1;
+		if (accept(ps, "=")) {
+			skipsp(ps);
+			if (isdigit((unsigned char)*ps->s)) {
+				d->def = cexpr(ps);
+				d->min = d->def == 0 ? 0 : 1;
+			} else {
+				const char *other = ident(ps);
+				for (int i = 0; i < p->nparam; i++)
+					if (!strcmp(p->param[i].name, other))
+						d->from = i;
+				if (d->from < 0)
+					fail(ps, "default of '%s' names no earlier parameter", id);
+				d->min = pd[d->from].min;
+			}
+		}
+		if (optional && d->def < 0 && d->from < 0)
+			fail(ps, "optional parameter '%s' has no default", id);
 		p->param[p->nparam].name = id;
-		p->param[p->nparam].val = def;
+		p->param[p->nparam].val = -1;
 		p->nparam++;
 	}
 }
@@ -565,11 +636,11 @@ static int cmp_param(const void *a, const void *b)
 	return strcmp(((const te_param *)a)->name, ((const te_param *)b)->name);
 }
 
-/* Fill parameter values from "k=v,k=v" (args may be NULL). */
-static void apply_args(parser *ps, const char *args, const int64_t *minval)
+/* Fill parameter values from "k=v,k=v" (args may be NULL), then the
+ * defaults, in declaration order. */
+static void apply_args(parser *ps, const char *args, pdecl *pd)
 {
 	te_prog *p = ps->p;
-	int seen[TE_MAXPARAM] = { 0 };
 	const char *s = args;
 	while (s && *s) {
 		const char *eq = strchr(s, '='), *comma = strchr(s, ',');
@@ -584,7 +655,7 @@ static void apply_args(parser *ps, const char *args, const int64_t *minval)
 				break;
 		if (i == p->nparam)
 			fail(ps, "unknown parameter '%.*s'", (int)(eq - s), s);
-		if (seen[i]++)
+		if (pd[i].given++)
 			fail(ps, "parameter '%s' given twice", p->param[i].name);
 		char val[32];
 		int64_t v;
@@ -594,29 +665,51 @@ static void apply_args(parser *ps, const char *args, const int64_t *minval)
 		val[comma - eq - 1] = 0;
 		if (tk_parse_i64(val, &v) || v > 1000000000)
 			fail(ps, "value of '%s' must be an integer, got '%s'", p->param[i].name, val);
-		if (v < minval[i])
+		if (v < pd[i].min)
 			fail(ps, "'%s' must be >= %lld, got %lld", p->param[i].name,
-			     (long long)minval[i], (long long)v);
+			     (long long)pd[i].min, (long long)v);
 		p->param[i].val = v;
 		s = *comma ? comma + 1 : comma;
 		if (*comma && !*s)
 			fail(ps, "trailing ',' in task");
 	}
-	for (int i = 0; i < p->nparam; i++)
-		if (p->param[i].val < 0)
-			fail(ps, "missing parameter '%s'", p->param[i].name);
+	for (int i = 0; i < p->nparam; i++) {
+		if (!pd[i].given) {
+			if (pd[i].from >= 0)
+				p->param[i].val = p->param[pd[i].from].val;
+			else if (pd[i].def >= 0)
+				p->param[i].val = pd[i].def;
+			else
+				fail(ps, "missing parameter '%s'", p->param[i].name);
+		}
+		define(ps, p->param[i].name, NM_PARAM, p->param[i].val);
+		/* an optional parameter at its numeric default (or at the value of
+		 * another that is) folds away */
+		int def = pd[i].from < 0 ? p->param[i].val == pd[i].def :
+		          p->param[i].val == p->param[pd[i].from].val &&
+		          lookup(ps, p->param[pd[i].from].name)->soft;
+		ps->names[ps->nname - 1].soft = pd[i].optional && def;
+	}
 }
 
-static void build_key(parser *ps)
+/* The canonical key: the operator, then its parameters sorted by name; an
+ * optional one only where it differs from its default. */
+static void build_key(parser *ps, const pdecl *pd)
 {
 	te_prog *p = ps->p;
 	te_param sorted[TE_MAXPARAM];
-	memcpy(sorted, p->param, sizeof sorted);
-	qsort(sorted, (size_t)p->nparam, sizeof *sorted, cmp_param);
+	int n = 0;
+	for (int i = 0; i < p->nparam; i++) {
+		int64_t def = pd[i].from >= 0 ? p->param[pd[i].from].val : pd[i].def;
+		p->param[i].in_key = !pd[i].optional || p->param[i].val != def;
+		if (p->param[i].in_key)
+			sorted[n++] = p->param[i];
+	}
+	qsort(sorted, (size_t)n, sizeof *sorted, cmp_param);
 	tk_sb sb;
 	tk_sb_init(&sb);
 	tk_sb_printf(&sb, "%s", p->op);
-	for (int i = 0; i < p->nparam; i++)
+	for (int i = 0; i < n; i++)
 		tk_sb_printf(&sb, "%c%s=%lld", i ? ',' : ':', sorted[i].name,
 		             (long long)sorted[i].val);
 	if (sb.oom) {
@@ -630,7 +723,7 @@ static void build_key(parser *ps)
 static void instantiate(parser *ps, const te_opdecl *d, const char *args)
 {
 	te_prog *p = ps->p;
-	int64_t minval[TE_MAXPARAM];
+	pdecl pd[TE_MAXPARAM];
 	char *text = tk_arena_strdup(&p->arena, d->text);
 	char *save = NULL;
 	int first = 1;
@@ -639,11 +732,9 @@ static void instantiate(parser *ps, const te_opdecl *d, const char *args)
 		ps->s = line;
 		if (first) {
 			expect(ps, "params");
-			params_decl(ps, minval);
-			apply_args(ps, args, minval);
-			for (int i = 0; i < p->nparam; i++)
-				define(ps, p->param[i].name, NM_PARAM, p->param[i].val);
-			build_key(ps);
+			params_decl(ps, pd);
+			apply_args(ps, args, pd);
+			build_key(ps, pd);
 			first = 0;
 			continue;
 		}

@@ -33,7 +33,7 @@
 #define TE_MAXREAD 4    /* factors in a stage body */
 #define TE_MAXTENSOR 16
 #define TE_MAXSTAGE 8
-#define TE_MAXPARAM 16
+#define TE_MAXPARAM 24
 
 /* Index expression over a stage's axes. Division and modulo are floor
  * operations by positive constants; EDIV is exact division, which makes the
@@ -48,6 +48,8 @@ typedef struct te_expr {
 	int kind;
 	int64_t val;
 	struct te_expr *a, *b;
+	int soft;              /* parser only: a constant an optional parameter left
+	                          at its default gave (see te.c, mk) */
 } te_expr;
 
 enum {
@@ -96,6 +98,7 @@ typedef struct te_stage {
 typedef struct te_param {
 	const char *name;
 	int64_t val;
+	int in_key;            /* named in the key: not an optional one at its default */
 } te_param;
 
 typedef struct te_prog {

@@ -80,6 +80,7 @@ const tn_optdesc tn_optdescs[] = {
 	  "1: search only the configurations the replay store measured (a sampled dataset)",
 	  TN_KEEP },
 	{ "network", NULL, TN_STR, F(network), 0, 0, NULL, NULL, TN_KEEP },
+	{ "prior", NULL, TN_INT, F(prior), 0, 1, NULL, NULL, TN_KEEP },
 	{ "shard", "shard", TN_STR, F(shard), 0, 0, "I/K",
 	  "tune the I-th of K shares of the tasks, with that share of the trials (see tunekit merge)",
 	  TN_KEEP },

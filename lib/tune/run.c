@@ -288,6 +288,7 @@ typedef struct reload {
 	int n;
 	int rc;
 	double last_at;
+	int prior;         /* earlier runs' records: each configuration once */
 } reload;
 
 static int reload_rec(void *p, const store_rec *rec)
@@ -306,6 +307,8 @@ static int reload_rec(void *p, const store_rec *rec)
 	memset(&r, 0, sizeof r);
 	r.error = rec->error;
 	r.run.median = rec->median;
+	if (R->prior && sr_set_has(&t->visited, sp_index(t->space, &c)))
+		return 0; /* this run's own, or timed again to confirm it */
 	if ((R->rc = sr_set_add(&t->visited, sp_index(t->space, &c))) ||
 	    (R->rc = tuner_update(R->C, t, &c, &r, 1)))
 		return 1;
@@ -997,7 +1000,7 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 		J.round = all->o->trials / all->ntask > 0 ? all->o->trials / all->ntask : 1;
 	J.sim_clock = tk_walltime();
 	if (resume_run > 0) {
-		reload R = { &J.C, J.tk, ntask, TK_OK, 0 };
+		reload R = { &J.C, J.tk, ntask, TK_OK, 0, 0 };
 		if ((rc = store_run_records(st, resume_run, reload_rec, &R)) && rc != 1)
 			goto done;
 		if ((rc = R.rc))
@@ -1009,6 +1012,15 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 		}
 		if (J.C.data && R.last_at > 0)
 			J.sim_clock = R.last_at;
+	}
+	/* tune --until: what earlier runs measured of each task on the target
+	 * is known, not measured again, and not part of this run's budget */
+	for (int i = 0; o->prior && target && i < ntask; i++) {
+		reload R = { &J.C, &J.tk[i], 1, TK_OK, 0, 1 };
+		if ((rc = store_hw_records(st, target->key, J.tk[i]->key, reload_rec, &R)) && rc != 1)
+			goto done;
+		if ((rc = R.rc))
+			goto done;
 	}
 
 	for (int i = 0; i < ntask; i++)
@@ -1121,4 +1133,51 @@ done:
 	free(subw);
 	free(mine);
 	return rc;
+}
+
+typedef struct stored_ctx {
+	int64_t *id;
+	size_t n, cap;
+} stored_ctx;
+
+static int stored_add(void *vctx, const store_rec *r)
+{
+	stored_ctx *c = vctx;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 256;
+		int64_t *id = realloc(c->id, cap * sizeof *id);
+		if (!id)
+			return TK_ENOMEM;
+		c->id = id;
+		c->cap = cap;
+	}
+	c->id[c->n++] = r->config_id;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int tn_trials_stored(tk_store *st, const char *hw_key, const char *task, int64_t *n)
+{
+	te_prog *p;
+	*n = 0;
+	int rc = te_task_parse(task, &p);
+	if (rc)
+		return rc;
+	stored_ctx c = { 0 };
+	rc = store_hw_records(st, hw_key, p->key, stored_add, &c);
+	te_prog_free(p);
+	if (rc) {
+		free(c.id);
+		return rc == TK_ENOMEM ? tk_seterr(rc, "out of memory") : rc;
+	}
+	qsort(c.id, c.n, sizeof *c.id, cmp_i64);
+	for (size_t i = 0; i < c.n; i++)
+		*n += i == 0 || c.id[i] != c.id[i - 1];
+	free(c.id);
+	return TK_OK;
 }

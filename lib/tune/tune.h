@@ -81,6 +81,9 @@ typedef struct tn_opts {
 	char replay[512];         /* dataset store (tn_stores.replay), "" for real
 	                             measurement */
 	char replay_hw[256];      /* dataset hardware key or id, "" to choose */
+	int prior;                /* 1: each task starts from its earlier records
+	                             on the target (tune --until): never measured
+	                             again, in the model's data, not in the budget */
 	int replay_pool;          /* 1: search only the configurations the
 	                             dataset measured (a sampled dataset) */
 	char network[256];        /* network name or file, "" if tasks given */
@@ -210,5 +213,11 @@ typedef struct tn_stores {
 int tn_tune(tk_store *st, const tn_stores *in, const tk_target *t, int ntask, char *const *task,
             const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
             const tn_hooks *hooks, tn_result *res);
+
+/* The trials of task (any spelling) already in the store on the hardware
+ * with key hw_key, earlier runs included: its distinct configurations
+ * measured there (a configuration timed again to confirm it counts once).
+ * 0 when the store knows neither. TK_EINVAL for a malformed task. */
+int tn_trials_stored(tk_store *st, const char *hw_key, const char *task, int64_t *n);
 
 #endif

@@ -124,6 +124,12 @@ int vta_shape_from_prog(const te_prog *p, const vta_hw *hw, vta_shape *sh)
 {
 	memset(sh, 0, sizeof *sh);
 	if (!strcmp(p->op, "conv2d")) {
+		if (param(p, "groups") != 1 || param(p, "dilation") != 1 ||
+		    param(p, "dilation_w") != 1 || param(p, "stride_w") != param(p, "stride") ||
+		    param(p, "pad_l") != param(p, "pad") || param(p, "pad_b") != param(p, "pad") ||
+		    param(p, "pad_r") != param(p, "pad"))
+			return tk_seterr(TK_EUNSUPP, "%s: vta-sim lowers plain conv2d only (no groups,"
+			                 " dilation, per-axis strides or per-side padding)", p->key);
 		sh->op = VTA_CONV2D;
 		sh->n = param(p, "n");
 		sh->c = param(p, "c");

@@ -294,6 +294,185 @@ TEST(test_ref_blocked_equals_plain)
 	              "depthwise_conv2d_nchwc:n=2,c=6,h=6,w=7,stride=2,pad=1,cb=3", 1);
 }
 
+TEST(test_optional_params_key)
+{
+	/* optional parameters at their default are left out of the key; given
+	 * explicitly at the default, the task is the same task */
+	static const char *const same[][2] = {
+		{ "conv2d:c=8,h=9,w=9,k=4,pad=1,groups=1,dilation=1,stride_w=1,pad_l=1,pad_b=1,pad_r=1",
+		  "conv2d:c=8,h=9,k=4,n=1,pad=1,r=3,s=3,stride=1,w=9" },
+		{ "conv2d:c=8,h=9,w=9,k=4,groups=4,dilation=2,pad=2",
+		  "conv2d:c=8,dilation=2,groups=4,h=9,k=4,n=1,pad=2,r=3,s=3,stride=1,w=9" },
+		/* pad_r follows pad_l, dilation_w follows dilation, stride_w stride */
+		{ "conv2d:c=8,h=17,w=17,k=8,r=1,s=7,pad_l=3,pad_r=3",
+		  "conv2d:c=8,h=17,k=8,n=1,pad=0,pad_l=3,r=1,s=7,stride=1,w=17" },
+		{ "conv2d:c=8,h=9,w=9,k=4,dilation=2,dilation_w=2,stride=2,stride_w=2",
+		  "conv2d:c=8,dilation=2,h=9,k=4,n=1,pad=0,r=3,s=3,stride=2,w=9" },
+		{ "conv2d_transpose:c=4,h=5,w=5,k=4,stride=2,out_pad=1,out_pad_w=1",
+		  "conv2d_transpose:c=4,h=5,k=4,n=1,out_pad=1,pad=0,r=3,s=3,stride=2,w=5" },
+		{ "depthwise_conv2d:c=8,h=9,w=9,pad=1,pad_b=0",
+		  "depthwise_conv2d:c=8,h=9,n=1,pad=1,pad_b=0,r=3,s=3,stride=1,w=9" },
+		{ "conv1d:c=4,w=9,k=4,pad=1,pad_r=1,groups=2",
+		  "conv1d:c=4,groups=2,k=4,n=1,pad=1,r=3,stride=1,w=9" },
+	};
+	for (int i = 0; i < (int)ArraySize(same); i++) {
+		te_prog *p;
+		CHECK_EQ_INT(te_task_parse(same[i][0], &p), TK_OK);
+		if (!p)
+			continue;
+		CHECK_EQ_STR(p->key, same[i][1]);
+		te_prog *q;
+		CHECK_EQ_INT(te_task_parse(p->key, &q), TK_OK);
+		if (q)
+			CHECK_EQ_STR(q->key, p->key);
+		te_prog_free(q);
+		te_prog_free(p);
+	}
+	static const char *const bad[][2] = {
+		{ "conv2d:c=8,h=9,w=9,k=4,groups=3", "groups=3 must divide c=8" },
+		{ "conv2d:c=8,h=9,w=9,k=6,groups=4", "groups=4 must divide k=6" },
+		{ "conv2d:c=8,h=9,w=9,k=4,dilation=0", "'dilation' must be >= 1" },
+		{ "conv2d:c=8,h=9,w=9,k=4,pad_l=-1", "'pad_l' must be >= 0" },
+		{ "conv2d:c=8,h=9,w=9,k=4,stride_w=0", "'stride_w' must be >= 1" },
+		{ "conv2d:c=8,h=5,w=5,k=4,dilation=3", "shapes too small" },
+		{ "depthwise_conv2d:c=8,h=9,w=9,groups=8", "unknown parameter 'groups'" },
+	};
+	for (int i = 0; i < (int)ArraySize(bad); i++) {
+		te_prog *p;
+		CHECK_EQ_INT(te_task_parse(bad[i][0], &p), TK_EINVAL);
+		if (!strstr(tk_errmsg(), bad[i][1]))
+			fprintf(stderr, "  %s: %s\n", bad[i][0], tk_errmsg());
+		CHECK(strstr(tk_errmsg(), bad[i][1]) != NULL);
+	}
+}
+
+TEST(test_optional_params_keep_programs)
+{
+	/* a task without the optional parameters instantiates the program it did
+	 * before they existed: no x*1 for a dilation, no group arithmetic */
+	static const char *const want[][2] = {
+		{ "conv2d:c=3,h=9,w=9,k=4,stride=2,pad=1",
+		  "O[b:1, f:4, y:5, x:5] += I[b, rc, y*2 + ry - 1, x*2 + rx - 1]"
+		  " * W[f, rc, ry, rx] over rc:3 ry:3 rx:3" },
+		{ "depthwise_conv2d:c=8,h=9,w=9,pad=1",
+		  "O[b:1, f:8, y:9, x:9] += I[b, f, y*1 + ry - 1, x*1 + rx - 1]"
+		  " * W[f, 0, ry, rx] over ry:3 rx:3" },
+		{ "conv2d_transpose:c=2,h=3,w=4,k=3,stride=2,pad=1",
+		  "O[b:1, f:3, y:5, x:7] += I[b, rc, ediv(y + 1 - ry, 2), ediv(x + 1 - rx, 2)]"
+		  " * W[rc, f, ry, rx] over rc:2 ry:3 rx:3" },
+		{ "conv1d:c=4,w=9,k=2",
+		  "O[b:1, f:2, x:7] += I[b, rc, x*1 + rx - 0] * W[f, rc, rx] over rc:4 rx:3" },
+		{ "conv2d:c=8,h=9,w=9,k=4,groups=2,dilation=2,pad=2",
+		  "O[b:1, f:4, y:9, x:9] += I[b, f/2*4 + rc, y*1 + ry*2 - 2, x*1 + rx*2 - 2]"
+		  " * W[f, rc, ry, rx] over rc:4 ry:3 rx:3" },
+	};
+	for (int i = 0; i < (int)ArraySize(want); i++) {
+		te_prog *p;
+		CHECK_EQ_INT(te_task_parse(want[i][0], &p), TK_OK);
+		if (!p)
+			continue;
+		tk_sb sb;
+		tk_sb_init(&sb);
+		te_stage_print(&sb, p, &p->stage[0]);
+		CHECK_EQ_STR(sb.s, want[i][1]);
+		tk_sb_free(&sb);
+		te_prog_free(p);
+	}
+}
+
+static int64_t pval(const te_prog *p, const char *name)
+{
+	for (int i = 0; i < p->nparam; i++)
+		if (!strcmp(p->param[i].name, name))
+			return p->param[i].val;
+	return -1;
+}
+
+/* The general 2-d convolution written out: groups, per-axis stride and
+ * dilation, per-side padding, the reference against it. */
+TEST(test_ref_general_conv_by_hand)
+{
+	static const char *const tasks[] = {
+		"conv2d:c=6,h=9,w=8,k=4,r=3,s=2,stride=2,stride_w=1,dilation_w=2,pad=0,pad_l=2,"
+		"pad_b=1,pad_r=1,groups=2",
+		"conv2d:c=4,h=7,w=7,k=8,dilation=2,pad=2,groups=4",
+		"depthwise_conv2d:c=3,h=8,w=6,r=5,s=3,pad=1,pad_b=3,pad_l=0,dilation=2,stride_w=2",
+	};
+	for (int t = 0; t < (int)ArraySize(tasks); t++) {
+		te_prog *p;
+		float **in;
+		double *out = reference(tasks[t], &p, &in);
+		if (!out)
+			continue;
+		int dw = !strncmp(tasks[t], "depthwise", 9);
+		const te_tensor *I = &p->tensor[p->input[0]], *W = &p->tensor[p->input[1]];
+		const te_tensor *O = &p->tensor[p->output];
+		int64_t c = I->shape[1], h = I->shape[2], w = I->shape[3], k = O->shape[1];
+		int64_t oh = O->shape[2], ow = O->shape[3], r = W->shape[2], s = W->shape[3];
+		int64_t cg = dw ? 1 : W->shape[1], groups = dw ? c : c / cg, kg = k / groups;
+		int64_t sh = pval(p, "stride"), sw = pval(p, "stride_w"), dh = pval(p, "dilation");
+		int64_t dwl = pval(p, "dilation_w"), pt = pval(p, "pad"), pl = pval(p, "pad_l");
+		int64_t pb = pval(p, "pad_b"), pr = pval(p, "pad_r");
+		CHECK_EQ_INT(oh, (h + pt + pb - dh * (r - 1) - 1) / sh + 1);
+		CHECK_EQ_INT(ow, (w + pl + pr - dwl * (s - 1) - 1) / sw + 1);
+		for (int64_t f = 0; f < k; f++)
+			for (int64_t y = 0; y < oh; y++)
+				for (int64_t x = 0; x < ow; x++) {
+					double sum = 0;
+					for (int64_t rc = 0; rc < cg; rc++)
+						for (int64_t ry = 0; ry < r; ry++)
+							for (int64_t rx = 0; rx < s; rx++) {
+								int64_t ch = f / kg * cg + rc;
+								int64_t iy = y * sh + ry * dh - pt, ix = x * sw + rx * dwl - pl;
+								if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+									continue;
+								sum += (double)in[0][(ch * h + iy) * w + ix] *
+								       in[1][((f * cg + rc) * r + ry) * s + rx];
+							}
+					CHECK_NEAR(out[(f * oh + y) * ow + x], sum, 1e-12);
+				}
+		free(out);
+		free_inputs(p, in);
+	}
+}
+
+TEST(test_ref_grouped_transpose_by_scatter)
+{
+	/* ONNX ConvTranspose: W[c, k/groups, r, s], output padding, dilation */
+	te_prog *p;
+	float **in;
+	double *out = reference("conv2d_transpose:c=4,h=3,w=4,k=6,r=3,s=2,stride=2,stride_w=3,pad=1,"
+	                        "pad_l=0,pad_r=1,dilation=2,out_pad=1,groups=2", &p, &in);
+	if (!out)
+		return;
+	int C = 4, H = 3, Wd = 4, K = 6, R = 3, S = 2, G = 2, cg = C / G, kg = K / G;
+	/* dilation_w follows dilation, out_pad_w follows out_pad */
+	int oh = (H - 1) * 2 - 1 - 1 + 2 * (R - 1) + 1 + 1, ow = (Wd - 1) * 3 - 0 - 1 + 2 * (S - 1) + 1 + 1;
+	CHECK_EQ_INT(p->tensor[p->output].shape[2], oh);
+	CHECK_EQ_INT(p->tensor[p->output].shape[3], ow);
+	double *want = calloc((size_t)(K * oh * ow), sizeof *want);
+	for (int c = 0; c < C; c++)
+		for (int iy = 0; iy < H; iy++)
+			for (int ix = 0; ix < Wd; ix++)
+				for (int fk = 0; fk < kg; fk++)
+					for (int ry = 0; ry < R; ry++)
+						for (int rx = 0; rx < S; rx++) {
+							int f = c / cg * kg + fk;
+							int y = iy * 2 + ry * 2 - 1, x = ix * 3 + rx * 2 - 0;
+							if (y < 0 || y >= oh || x < 0 || x >= ow)
+								continue;
+							want[(f * oh + y) * ow + x] += (double)in[0][(c * H + iy) * Wd + ix] *
+							                               in[1][((c * kg + fk) * R + ry) * S + rx];
+						}
+	for (int i = 0; i < K * oh * ow; i++)
+		CHECK_NEAR(out[i], want[i], 1e-12);
+	free(want);
+	free(out);
+	free_inputs(p, in);
+}
+
 UNIT_MAIN(test_parse_dense, test_parse_defaults, test_parse_errors, test_every_op_parses,
           test_ref_dense_by_hand, test_ref_conv_padding_by_hand, test_ref_transpose_by_scatter,
-          test_ref_winograd_equals_direct, test_divides_message, test_ref_blocked_equals_plain)
+          test_ref_winograd_equals_direct, test_divides_message, test_ref_blocked_equals_plain,
+          test_optional_params_key, test_optional_params_keep_programs,
+          test_ref_general_conv_by_hand, test_ref_grouped_transpose_by_scatter)
