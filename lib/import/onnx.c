@@ -977,7 +977,7 @@ int onnx_conv_task(const onnx_conv *cv, char *buf, size_t n)
 #define P(name, value) (p[np].k = (name), p[np++].v = (value))
 	if (cv->nsp != 1 && cv->nsp != 2)
 		return tk_seterr(TK_EINVAL, "a convolution of %d spatial axes", cv->nsp);
-	if (two && !cv->transpose && cv->groups == cv->c && cv->k == cv->c && cv->groups > 1) {
+	if (two && !cv->transpose && cv->groups == cv->c && cv->k == cv->c) {
 		op = "depthwise_conv2d";
 		dw = 1;
 	} else if (two)
@@ -2547,12 +2547,43 @@ static op_fn find_op(const char *name)
 
 /* ---- the whole model --------------------------------------------------- */
 
+/* A min-heap of node indices: of the nodes ready, the first in the file. */
+static void heap_push(int *h, int *n, int x)
+{
+	int i = (*n)++;
+	while (i > 0 && h[(i - 1) / 2] > x) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = x;
+}
+
+static int heap_pop(int *h, int *n)
+{
+	int top = h[0], x = h[--*n], i = 0;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= x)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+	return top;
+}
+
 /* Every node in topological order (Kahn): a node runs once all its inputs
- * are known. */
+ * are known, the first of those ready in the file first, so that a sorted
+ * graph (as the ONNX spec wants them) runs in its own order and the tasks
+ * come in the order of their first node. */
 static int infer(ox *o)
 {
-	int *queue = tk_arena_alloc(&o->a, sizeof *queue * (size_t)o->nnode);
-	int head = 0, tail = 0, rc;
+	int *heap = tk_arena_alloc(&o->a, sizeof *heap * (size_t)o->nnode);
+	int nheap = 0, ndone = 0, rc;
 	/* consumers of each tensor */
 	for (int i = 0; i < o->nnode; i++)
 		for (int j = 0; j < o->nodes[i].nin; j++)
@@ -2577,10 +2608,11 @@ static int infer(ox *o)
 				nd->missing++;
 		}
 		if (!nd->missing)
-			queue[tail++] = i;
+			heap_push(heap, &nheap, i);
 	}
-	while (head < tail) {
-		int ni = queue[head++];
+	while (nheap > 0) {
+		int ni = heap_pop(heap, &nheap);
+		ndone++;
 		node *nd = &o->nodes[ni];
 		if (*nd->domain && strcmp(nd->domain, "ai.onnx"))
 			return fail(o, nd, "an operator of domain '%s': tunekit cannot follow it", pname(o, nd->domain));
@@ -2597,10 +2629,10 @@ static int infer(ox *o)
 				return fail(o, nd, "output %d is not supported", k);
 			for (int u = 0; u < v->nuse; u++)
 				if (--o->nodes[v->use[u]].missing == 0)
-					queue[tail++] = v->use[u];
+					heap_push(heap, &nheap, v->use[u]);
 		}
 	}
-	if (tail < o->nnode) {
+	if (ndone < o->nnode) {
 		for (int i = 0; i < o->nnode; i++)
 			if (o->nodes[i].missing)
 				return fail(o, &o->nodes[i], "the graph has a cycle through this node");

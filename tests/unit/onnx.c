@@ -5,7 +5,8 @@
  * output shape is that of the test's output_0.pb, and tunekit's reference
  * on the test's inputs (the weights are graph inputs there) matches
  * output_0.pb. Node tests of features tunekit cannot express are listed
- * as refusals. Without the package the node tests are skipped, saying so.
+ * as refusals. Shape inference alone against every node test the reader
+ * follows. Without the package the node tests are skipped, saying so.
  *
  * Shape key: M N K of a matrix product (A[M,K] * B[K,N]).
  */
@@ -26,7 +27,7 @@
 /* ---- the task strings ------------------------------------------------ */
 
 /* cv with a stride, dilation or groups of 0 meaning 1 (the default). */
-static void conv_case(const onnx_conv *cv0, const char *want, int newsyntax)
+static void conv_case(const onnx_conv *cv0, const char *want)
 {
 	char buf[400];
 	te_prog *p;
@@ -38,11 +39,9 @@ static void conv_case(const onnx_conv *cv0, const char *want, int newsyntax)
 	cv.groups += !cv.groups;
 	CHECK_EQ_INT(onnx_conv_task(&cv, buf, sizeof buf), TK_OK);
 	CHECK_EQ_STR(buf, want);
-	/* the string is te's canonical key wherever te takes it; the new
-	 * convolution parameters only once te has them */
+	/* the string is te's canonical key */
 	int rc = te_task_parse(buf, &p);
-	if (!newsyntax)
-		CHECK_EQ_INT(rc, TK_OK);
+	CHECK_EQ_INT(rc, TK_OK);
 	if (!rc) {
 		CHECK_EQ_STR(p->key, want);
 		te_prog_free(p);
@@ -56,53 +55,56 @@ TEST(conv_task_strings)
 {
 	conv_case(CONV2(.c = 64, .k = 64, .in = { 56, 56 }, .kernel = { 3, 3 },
 	                .pad_begin = { 1, 1 }, .pad_end = { 1, 1 }),
-	          "conv2d:c=64,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56", 0);
+	          "conv2d:c=64,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56");
 	conv_case(CONV2(.c = 3, .k = 64, .in = { 224, 224 }, .kernel = { 7, 7 },
 	                .stride = { 2, 2 }, .pad_begin = { 3, 3 }, .pad_end = { 3, 3 }),
-	          "conv2d:c=3,h=224,k=64,n=1,pad=3,r=7,s=7,stride=2,w=224", 0);
+	          "conv2d:c=3,h=224,k=64,n=1,pad=3,r=7,s=7,stride=2,w=224");
 	/* depthwise: groups == c == k */
 	conv_case(CONV2(.c = 32, .k = 32, .groups = 32, .in = { 112, 112 }, .kernel = { 3, 3 },
 	                .pad_begin = { 1, 1 }, .pad_end = { 1, 1 }),
-	          "depthwise_conv2d:c=32,h=112,n=1,pad=1,r=3,s=3,stride=1,w=112", 0);
+	          "depthwise_conv2d:c=32,h=112,n=1,pad=1,r=3,s=3,stride=1,w=112");
+	/* group == C_in == C_out taken literally, as data/models' reference does */
+	conv_case(CONV2(.c = 1, .k = 1, .in = { 5, 5 }, .kernel = { 3, 3 }),
+	          "depthwise_conv2d:c=1,h=5,n=1,pad=0,r=3,s=3,stride=1,w=5");
 	/* the examples of the task syntax */
 	conv_case(CONV2(.c = 64, .k = 64, .groups = 32, .in = { 56, 56 }, .kernel = { 3, 3 },
 	                .pad_begin = { 1, 1 }, .pad_end = { 1, 1 }),
-	          "conv2d:c=64,groups=32,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56", 1);
+	          "conv2d:c=64,groups=32,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56");
 	conv_case(CONV2(.c = 192, .k = 192, .in = { 17, 17 }, .kernel = { 1, 7 },
 	                .pad_begin = { 0, 3 }, .pad_end = { 0, 3 }),
-	          "conv2d:c=192,h=17,k=192,n=1,pad=0,pad_l=3,r=1,s=7,stride=1,w=17", 1);
+	          "conv2d:c=192,h=17,k=192,n=1,pad=0,pad_l=3,r=1,s=7,stride=1,w=17");
 	/* 7x1: pad (top) 3, left 0: pad_l and pad_r are 0, pad_b the default */
 	conv_case(CONV2(.c = 192, .k = 192, .in = { 17, 17 }, .kernel = { 7, 1 },
 	                .pad_begin = { 3, 0 }, .pad_end = { 3, 0 }),
-	          "conv2d:c=192,h=17,k=192,n=1,pad=3,pad_l=0,r=7,s=1,stride=1,w=17", 1);
+	          "conv2d:c=192,h=17,k=192,n=1,pad=3,pad_l=0,r=7,s=1,stride=1,w=17");
 	/* every parameter away from its default */
 	conv_case(CONV2(.c = 8, .k = 4, .groups = 2, .in = { 20, 30 }, .kernel = { 3, 5 },
 	                .stride = { 2, 3 }, .dilation = { 2, 1 }, .pad_begin = { 1, 2 },
 	                .pad_end = { 0, 4 }),
 	          "conv2d:c=8,dilation=2,dilation_w=1,groups=2,h=20,k=4,n=1,pad=1,pad_b=0,pad_l=2,"
-	          "pad_r=4,r=3,s=5,stride=2,stride_w=3,w=30", 1);
+	          "pad_r=4,r=3,s=5,stride=2,stride_w=3,w=30");
 	/* a depthwise multiplier of 2 is a grouped conv2d */
 	conv_case(CONV2(.c = 16, .k = 32, .groups = 16, .in = { 8, 8 }, .kernel = { 3, 3 }),
-	          "conv2d:c=16,groups=16,h=8,k=32,n=1,pad=0,r=3,s=3,stride=1,w=8", 1);
+	          "conv2d:c=16,groups=16,h=8,k=32,n=1,pad=0,r=3,s=3,stride=1,w=8");
 	conv_case(CONV2(.transpose = 1, .c = 1, .k = 2, .in = { 3, 3 }, .kernel = { 3, 3 },
 	                .stride = { 3, 2 }, .out_pad = { 1, 1 }),
-	          "conv2d_transpose:c=1,h=3,k=2,n=1,out_pad=1,pad=0,r=3,s=3,stride=3,stride_w=2,w=3", 1);
+	          "conv2d_transpose:c=1,h=3,k=2,n=1,out_pad=1,pad=0,r=3,s=3,stride=3,stride_w=2,w=3");
 	conv_case(CONV2(.transpose = 1, .c = 1, .k = 2, .in = { 3, 3 }, .kernel = { 3, 3 },
 	                .out_pad = { 0, 1 }),
-	          "conv2d_transpose:c=1,h=3,k=2,n=1,out_pad_w=1,pad=0,r=3,s=3,stride=1,w=3", 1);
+	          "conv2d_transpose:c=1,h=3,k=2,n=1,out_pad_w=1,pad=0,r=3,s=3,stride=1,w=3");
 	conv_case(CONV2(.transpose = 1, .c = 1, .k = 2, .in = { 3, 3 }, .kernel = { 3, 3 }),
-	          "conv2d_transpose:c=1,h=3,k=2,n=1,pad=0,r=3,s=3,stride=1,w=3", 0);
+	          "conv2d_transpose:c=1,h=3,k=2,n=1,pad=0,r=3,s=3,stride=1,w=3");
 	conv_case(CONV1(.c = 4, .k = 8, .in = { 0, 100 }, .kernel = { 0, 5 }, .stride = { 1, 2 },
 	                .pad_begin = { 0, 2 }, .pad_end = { 0, 2 }),
-	          "conv1d:c=4,k=8,n=1,pad=2,r=5,stride=2,w=100", 0);
+	          "conv1d:c=4,k=8,n=1,pad=2,r=5,stride=2,w=100");
 	conv_case(CONV1(.c = 4, .k = 4, .groups = 4, .in = { 0, 100 }, .kernel = { 0, 3 },
 	                .dilation = { 1, 2 }, .pad_begin = { 0, 2 }, .pad_end = { 0, 0 }),
-	          "conv1d:c=4,dilation=2,groups=4,k=4,n=1,pad=2,pad_r=0,r=3,stride=1,w=100", 1);
+	          "conv1d:c=4,dilation=2,groups=4,k=4,n=1,pad=2,pad_r=0,r=3,stride=1,w=100");
 	conv_case(CONV1(.transpose = 1, .c = 1, .k = 2, .in = { 0, 3 }, .kernel = { 0, 3 }),
-	          "conv1d_transpose:c=1,k=2,n=1,pad=0,r=3,stride=1,w=3", 0);
+	          "conv1d_transpose:c=1,k=2,n=1,pad=0,r=3,stride=1,w=3");
 	conv_case(CONV1(.transpose = 1, .c = 1, .k = 2, .in = { 0, 3 }, .kernel = { 0, 3 },
 	                .stride = { 1, 2 }, .out_pad = { 0, 1 }),
-	          "conv1d_transpose:c=1,k=2,n=1,out_pad=1,pad=0,r=3,stride=2,w=3", 1);
+	          "conv1d_transpose:c=1,k=2,n=1,out_pad=1,pad=0,r=3,stride=2,w=3");
 	char small[8];
 	CHECK_EQ_INT(onnx_conv_task(CONV2(.c = 1, .k = 1, .in = { 1, 1 }, .kernel = { 1, 1 },
 	                                  .groups = 1, .stride = { 1, 1 }, .dilation = { 1, 1 }),
@@ -221,29 +223,29 @@ static int tensor_load(const char *path, tensor *t)
 
 /* ---- ONNX's node tests --------------------------------------------- */
 
-enum { ACCEPT, REFUSE, NEWSYNTAX };
+enum { ACCEPT, REFUSE };
 
 static const struct node_test {
 	const char *name;
-	int expect;              /* NEWSYNTAX: accepted once te has the new parameters */
+	int expect;
 	int trans_a, trans_b;    /* Gemm */
 	double alpha, beta;      /* Gemm: 0 for the defaults 1 and 1 */
 } node_tests[] = {
 	{ "test_basic_conv_with_padding", ACCEPT, 0, 0, 0, 0 },
 	{ "test_basic_conv_without_padding", ACCEPT, 0, 0, 0, 0 },
 	{ "test_conv_with_autopad_same", ACCEPT, 0, 0, 0, 0 },
-	{ "test_conv_with_strides_and_asymmetric_padding", NEWSYNTAX, 0, 0, 0, 0 },
+	{ "test_conv_with_strides_and_asymmetric_padding", ACCEPT, 0, 0, 0, 0 },
 	{ "test_conv_with_strides_no_padding", ACCEPT, 0, 0, 0, 0 },
 	{ "test_conv_with_strides_padding", ACCEPT, 0, 0, 0, 0 },
 	{ "test_convtranspose", ACCEPT, 0, 0, 0, 0 },
 	{ "test_convtranspose_1d", ACCEPT, 0, 0, 0, 0 },
-	{ "test_convtranspose_autopad_same", NEWSYNTAX, 0, 0, 0, 0 },
-	{ "test_convtranspose_dilations", NEWSYNTAX, 0, 0, 0, 0 },
-	{ "test_convtranspose_kernel_shape", NEWSYNTAX, 0, 0, 0, 0 },
-	{ "test_convtranspose_output_shape", NEWSYNTAX, 0, 0, 0, 0 },
-	{ "test_convtranspose_pad", NEWSYNTAX, 0, 0, 0, 0 },
-	{ "test_convtranspose_pads", NEWSYNTAX, 0, 0, 0, 0 },
-	{ "test_convtranspose_with_kernel", NEWSYNTAX, 0, 0, 0, 0 },
+	{ "test_convtranspose_autopad_same", ACCEPT, 0, 0, 0, 0 },
+	{ "test_convtranspose_dilations", ACCEPT, 0, 0, 0, 0 },
+	{ "test_convtranspose_kernel_shape", ACCEPT, 0, 0, 0, 0 },
+	{ "test_convtranspose_output_shape", ACCEPT, 0, 0, 0, 0 },
+	{ "test_convtranspose_pad", ACCEPT, 0, 0, 0, 0 },
+	{ "test_convtranspose_pads", ACCEPT, 0, 0, 0, 0 },
+	{ "test_convtranspose_with_kernel", ACCEPT, 0, 0, 0, 0 },
 	{ "test_gemm_all_attributes", ACCEPT, 1, 1, 0.25, 0.35 },
 	{ "test_gemm_alpha", ACCEPT, 0, 0, 0.5, 0 },
 	{ "test_gemm_beta", ACCEPT, 0, 0, 0, 0.5 },
@@ -275,7 +277,7 @@ static float *transposed(const tensor *t)
 	return v;
 }
 
-static void node_test(const struct node_test *nt, int have_new)
+static void node_test(const struct node_test *nt)
 {
 	char path[512], *tsv = NULL;
 	tk_network *net = NULL;
@@ -284,8 +286,7 @@ static void node_test(const struct node_test *nt, int have_new)
 	int nin = 0;
 	snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_DIR, nt->name);
 	int rc = onnx_import(path, NULL, 0, &tsv);
-	int expect = nt->expect == NEWSYNTAX ? (have_new ? ACCEPT : REFUSE) : nt->expect;
-	if (expect == REFUSE) {
+	if (nt->expect == REFUSE) {
 		if (rc != TK_EINVAL)
 			fprintf(stderr, "%s: expected a refusal, got %d\n", nt->name, rc);
 		CHECK_EQ_INT(rc, TK_EINVAL);
@@ -384,19 +385,12 @@ static void node_test(const struct node_test *nt, int have_new)
 TEST(onnx_node_tests)
 {
 	struct stat st;
-	te_prog *probe;
 	if (stat(NODE_DIR, &st)) {
 		printf("onnx_node_tests: skipped: libonnx-testdata is not installed (%s)\n", NODE_DIR);
 		return;
 	}
-	/* the new convolution parameters (groups, pad_l, out_pad, ...) */
-	int have_new = te_task_parse("conv2d:c=2,h=4,k=2,n=1,pad=0,pad_l=1,r=1,s=1,w=4", &probe) == TK_OK;
-	te_prog_free(have_new ? probe : NULL);
-	if (!have_new)
-		printf("onnx_node_tests: te has no per-side padding yet: %d node tests expected refused\n",
-		       7 + 1);
 	for (size_t i = 0; i < ArraySize(node_tests); i++)
-		node_test(&node_tests[i], have_new);
+		node_test(&node_tests[i]);
 }
 
 /* Shape inference alone against every node test of the package: where
