@@ -65,6 +65,21 @@ test_expect_success '--network MODEL.onnx with a symbolic input exits 2 naming i
 	grep -q "symbolic (.N.)" err
 '
 
+test_expect_success 'nodes out of order are imported in dependency order' '
+	tunekit import onnx "$D/unsorted.onnx" | grep -v "^# [^n]" >out &&
+	printf "weight\ttask\n# node first (MatMul)\n1\tdense_relu:k=8,m=2,n=16\n# node second (MatMul)\n1\tdense:k=16,m=2,n=4\n" >want &&
+	test_cmp want out
+'
+
+test_expect_success 'every model of data/models: the tasks ONNX'"'"'s own inference gives, in order' '
+	for f in "$TOP"/data/models/*.onnx; do
+		tunekit import onnx "$f" | grep -v "^# [^n]" | sed "s/^# node /# /" >got &&
+		grep -v "^# [^/]" "${f%.onnx}.tasks.tsv" >want &&
+		test_cmp want got || return 1
+	done &&
+	test "$(ls "$TOP"/data/models/*.onnx | wc -l)" -ge 32
+'
+
 test_expect_success 'a symbolic dimension without --input exits 2 and names it' '
 	test_expect_code 2 tunekit import onnx "$D/symbolic.onnx" 2>err &&
 	grep -q "graph input .x.: dimension 0 is symbolic (.batch.): give the shape with --input x=" err &&

@@ -95,6 +95,16 @@ def shape_chain(opset):
     return model(nodes, [vi("x", [2, 16, 8, 8])], [vi("y", [2, 16, 16])], inits, opset=opset)
 
 
+# Nodes listed out of order (the spec wants them sorted; not every tool
+# writes them so): imported in dependency order all the same.
+def unsorted():
+    nodes = [helper.make_node("MatMul", ["h", "w2"], ["y"], name="second"),
+             helper.make_node("Relu", ["m"], ["h"], name="relu"),
+             helper.make_node("MatMul", ["x", "w1"], ["m"], name="first")]
+    return model(nodes, [vi("x", [2, 8]), vi("w1", [8, 16]), vi("w2", [16, 4])],
+                 [vi("y", [2, 4])], check=False)
+
+
 def symbolic():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
     return model(nodes, [vi("x", ["batch", 8]), vi("w", [8, 4])], [vi("y", ["batch", 4])])
@@ -178,6 +188,7 @@ save(tiny_cnn(), "tiny-cnn.onnx")
 save(shape_chain(11), "shape-chain-11.onnx")
 save(shape_chain(13), "shape-chain-13.onnx")
 save(symbolic(), "symbolic.onnx")
+save(unsorted(), "unsorted.onnx")
 save(unknown_op(), "unknown-op.onnx")
 save(cyclic(), "cyclic.onnx")
 save(absurd(), "absurd.onnx")
