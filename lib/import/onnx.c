@@ -343,7 +343,7 @@ static int elem_size(int dt)
 static int tensor_read(ox *o, const uint8_t *p, size_t n, val *t, int want_name, const char **why)
 {
 	pb r = { p, p + n }, q;
-	pbf f, g;
+	pbf f;
 	int got, ext = 0;
 	const uint8_t *raw = NULL;
 	size_t rawlen = 0;
@@ -471,7 +471,6 @@ static int tensor_read(ox *o, const uint8_t *p, size_t n, val *t, int want_name,
 			set_i(t, i, fld == 5 ? (int64_t)(int32_t)u : (int64_t)u);
 		}
 	}
-	(void)g;
 	return 0;
 }
 
@@ -757,10 +756,8 @@ static int read_graph(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 			    (!tmp.name && (why = "no name", 1)))
 				return bad(o, "initializer %s%s%s: %s", tmp.name ? "'" : "", tmp.name ? pname(o, tmp.name) : "", tmp.name ? "'" : "",
 				           f.wt != 2 ? "malformed" : why);
-			if (tmp.dtype == DT_UNDEF || tmp.dtype == DT_STRING) {
-				if (tmp.dtype == DT_UNDEF)
-					return bad(o, "initializer '%s' has no data type", pname(o, tmp.name));
-			}
+			if (tmp.dtype == DT_UNDEF)
+				return bad(o, "initializer '%s' has no data type", pname(o, tmp.name));
 			val *v = lookup(o, tmp.name, 1);
 			if (v->weight)
 				return bad(o, "initializer '%s' given twice", pname(o, tmp.name));
@@ -1354,7 +1351,10 @@ static int op_conv(ox *o, int ni, node *nd)
 	char task[400];
 	if ((rc = onnx_conv_task(&cv, task, sizeof task)))
 		return fail(o, nd, "%s", tk_errmsg());
-	return add_task(o, ni, task, nelem(nd->out[0] ? nd->out[0] : x) , odim + 1, x->ndim - 1);
+	int64_t ne = 1;
+	for (int i = 0; i < x->ndim; i++)
+		ne *= odim[i];
+	return add_task(o, ni, task, ne, odim + 1, x->ndim - 1);
 }
 
 static int op_conv_transpose(ox *o, int ni, node *nd)
@@ -1515,7 +1515,7 @@ static int op_matmul(ox *o, int ni, node *nd)
 		return fail(o, nd, "inner dimensions %lld and %lld differ", (long long)k, (long long)kb);
 	/* batch dimensions broadcast */
 	int r = (an > bn ? an : bn) - 2;
-	int64_t ba = 1, bb = 1, b = 1;
+	int64_t bb = 1, b = 1;
 	for (int i = 0; i < r; i++) {
 		int ia = i - (r - (an - 2)), ib = i - (r - (bn - 2));
 		int64_t da = ia >= 0 ? ad[ia] : 1, db = ib >= 0 ? bd[ib] : 1;
@@ -1523,7 +1523,6 @@ static int op_matmul(ox *o, int ni, node *nd)
 			return fail(o, nd, "batch dimensions %lld and %lld do not broadcast", (long long)da,
 			            (long long)db);
 		odim[i] = da == 1 ? db : da;
-		ba *= da;
 		bb *= db;
 		b *= odim[i];
 	}
@@ -1534,7 +1533,6 @@ static int op_matmul(ox *o, int ni, node *nd)
 		odim[on++] = n;
 	if ((rc = set_out(o, nd, 0, A->dtype, on, odim, &y)))
 		return rc;
-	(void)ba;
 	if (bb == 1)
 		return dense_task(o, ni, b * m, n, k, y);
 	char task[200];
