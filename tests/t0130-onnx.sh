@@ -116,6 +116,11 @@ test_expect_success 'absurd dimensions (an input, an initializer) exit 2 with on
 	grep -q "absurd" err
 '
 
+test_expect_success 'int64 constants at their ends wrap, and a Range of 2^64 elements exits 2' '
+	one_line_exit2 "$D/overflow.onnx" &&
+	grep -q "node .range. (Range): an absurd length" err
+'
+
 test_expect_success 'malformed and truncated models exit 2 with one line' '
 	: >empty.onnx &&
 	printf "weight\ttask\n1\tdense:m=1,n=1,k=1\n" >text.onnx &&

@@ -311,11 +311,19 @@ static void alloc_vals(ox *o, val *v)
 	v->hv = 1;
 }
 
+/* A real as an integer, saturated (NaN: 0). */
+static int64_t f2i(double f)
+{
+	if (f != f)
+		return 0;
+	return f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
+}
+
 /* Set value i of v from a real (the integer view truncates). */
 static void set_f(val *v, int64_t i, double f)
 {
 	v->fv[i] = f;
-	v->iv[i] = (f >= -9.2e18 && f <= 9.2e18) ? (int64_t)f : (f < 0 ? INT64_MIN : INT64_MAX);
+	v->iv[i] = f2i(f);
 }
 
 static void set_i(val *v, int64_t i, int64_t x)
@@ -323,6 +331,12 @@ static void set_i(val *v, int64_t i, int64_t x)
 	v->iv[i] = x;
 	v->fv[i] = (double)x;
 }
+
+/* Integer arithmetic of constant values as two's complement wraps: the
+ * values come from the file, and C's signed overflow is undefined. */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
 /* ---- TensorProto ------------------------------------------------------- */
 
@@ -1086,8 +1100,8 @@ static int op_same(ox *o, int ni, node *nd)
 			double f = x->fv[i];
 			int64_t v = x->iv[i];
 			if (copy) { y->iv[i] = v; y->fv[i] = f; }
-			else if (!strcmp(op, "Neg")) { if (is_float(x->dtype)) set_f(y, i, -f); else set_i(y, i, -v); }
-			else if (!strcmp(op, "Abs")) { if (is_float(x->dtype)) set_f(y, i, fabs(f)); else set_i(y, i, v < 0 ? -v : v); }
+			else if (!strcmp(op, "Neg")) { if (is_float(x->dtype)) set_f(y, i, -f); else set_i(y, i, wrap_sub(0, v)); }
+			else if (!strcmp(op, "Abs")) { if (is_float(x->dtype)) set_f(y, i, fabs(f)); else set_i(y, i, v < 0 ? wrap_sub(0, v) : v); }
 			else if (!strcmp(op, "Floor")) set_f(y, i, floor(f));
 			else if (!strcmp(op, "Ceil")) set_f(y, i, ceil(f));
 			else if (!strcmp(op, "Relu")) { if (is_float(x->dtype)) set_f(y, i, f > 0 ? f : 0); else set_i(y, i, v > 0 ? v : 0); }
@@ -1197,29 +1211,29 @@ static int op_elementwise(ox *o, int ni, node *nd)
 			int64_t ib = n > 1 ? xs[k]->iv[bcast_idx(xs[k], ndim, idx)] : ia;
 			if (n == 1)
 				break;
-			if (!strcmp(op, "Add") || !strcmp(op, "Sum")) { a += b; ia += ib; }
-			else if (!strcmp(op, "Sub")) { a -= b; ia -= ib; }
-			else if (!strcmp(op, "Mul")) { a *= b; ia *= ib; }
+			if (!strcmp(op, "Add") || !strcmp(op, "Sum")) { a += b; ia = wrap_add(ia, ib); }
+			else if (!strcmp(op, "Sub")) { a -= b; ia = wrap_sub(ia, ib); }
+			else if (!strcmp(op, "Mul")) { a *= b; ia = wrap_mul(ia, ib); }
 			else if (!strcmp(op, "Div")) {
 				a /= b;
 				if (!fl && ib == 0)
 					return fail(o, nd, "integer division by zero");
 				if (!fl)
-					ia /= ib;
+					ia = ib == -1 ? wrap_sub(0, ia) : ia / ib;
 			} else if (!strcmp(op, "Mod")) {
 				if (fl)
 					a = fmod(a, b);
 				else {
 					if (ib == 0)
 						return fail(o, nd, "integer division by zero");
-					int64_t m = ia % ib;
+					int64_t m = ib == -1 ? 0 : ia % ib;
 					if (!attr_i(nd, "fmod", 0) && m && ((m < 0) != (ib < 0)))
 						m += ib;
 					ia = m;
 				}
 			} else if (!strcmp(op, "Min")) { a = a < b ? a : b; ia = ia < ib ? ia : ib; }
 			else if (!strcmp(op, "Max")) { a = a > b ? a : b; ia = ia > ib ? ia : ib; }
-			else if (!strcmp(op, "Pow")) { a = pow(a, b); ia = (int64_t)a; }
+			else if (!strcmp(op, "Pow")) { a = pow(a, b); ia = f2i(a); }
 			else if (!strcmp(op, "Equal")) { ia = fl ? a == b : ia == ib; a = (double)ia; }
 			else if (!strcmp(op, "Less")) { ia = fl ? a < b : ia < ib; a = (double)ia; }
 			else if (!strcmp(op, "Greater")) { ia = fl ? a > b : ia > ib; a = (double)ia; }
@@ -1857,11 +1871,12 @@ static int op_slice(ox *o, int ni, node *nd)
 		if (step > 0) {
 			s = s > dim ? dim : s;
 			e = e > dim ? dim : e < 0 ? 0 : e;
-			d[ax] = e > s ? (e - s + step - 1) / step : 0;
+			d[ax] = e > s ? (e - s - 1) / step + 1 : 0;
 		} else {
 			s = s > dim - 1 ? dim - 1 : s;
 			e = e > dim - 1 ? dim - 1 : e;
-			d[ax] = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+			int64_t back = step < -DIM_MAX ? DIM_MAX + 1 : -step;
+			d[ax] = s > e ? (s - e - 1) / back + 1 : 0;
 		}
 		s0[ax] = s;
 		sstep[ax] = step;
@@ -2156,8 +2171,7 @@ static int op_range(ox *o, int ni, node *nd)
 	} else {
 		if (dl->iv[0] == 0)
 			return fail(o, nd, "a delta of 0");
-		int64_t span = l->iv[0] - s->iv[0], de = dl->iv[0];
-		n = (double)(span / de + ((span % de) != 0 && ((span < 0) == (de < 0))));
+		n = ceil(((double)l->iv[0] - (double)s->iv[0]) / (double)dl->iv[0]);
 	}
 	if (!(n >= 0))
 		n = 0;
@@ -2171,7 +2185,7 @@ static int op_range(ox *o, int ni, node *nd)
 			if (fl)
 				set_f(y, i, s->fv[0] + (double)i * dl->fv[0]);
 			else
-				set_i(y, i, s->iv[0] + i * dl->iv[0]);
+				set_i(y, i, wrap_add(s->iv[0], wrap_mul(i, dl->iv[0])));
 		}
 	return TK_OK;
 }
@@ -2275,7 +2289,7 @@ static int op_resize(ox *o, int ni, node *nd)
 		if (!(a = get_attr(nd, "scales")) || a->nfloats != x->ndim)
 			return fail(o, nd, "scales must have a value per dimension");
 		for (int i = 0; i < x->ndim; i++)
-			d[i] = (int64_t)floor(x->dim[i] * a->floats[i]);
+			d[i] = f2i(floor(x->dim[i] * a->floats[i]));
 	} else {
 		int ksc = !strcmp(nd->op, "Upsample") || o->opset < 11 ? 1 : 2;
 		if (IN(nd, ksc) && ((rc = need(o, nd, ksc, &sc))))
@@ -2300,7 +2314,7 @@ static int op_resize(ox *o, int ni, node *nd)
 					s = !strcmp(pol, "not_larger") ? (r < s ? r : s) : (r > s ? r : s);
 				}
 				for (int i = 0; i < nax; i++)
-					d[axv[i]] = (int64_t)floor(s * (double)x->dim[axv[i]] + 0.5);
+					d[axv[i]] = f2i(floor(s * (double)x->dim[axv[i]] + 0.5));
 			}
 		} else if (sc) {
 			if (!sc->hv || nelem(sc) != nax)

@@ -105,6 +105,32 @@ def unsorted():
                  [vi("y", [2, 4])], check=False)
 
 
+# Constant arithmetic at the ends of int64 (wraps, never undefined), a
+# Slice with the most negative step, then a Range of 2^64 elements: refused.
+def overflow():
+    big, small = (1 << 63) - 1, -(1 << 63)
+    nodes = [
+        helper.make_node("Constant", [], ["c1"], name="c1", value_ints=[big, small, -1]),
+        helper.make_node("Constant", [], ["c2"], name="c2", value_ints=[1, -1, small]),
+        helper.make_node("Add", ["c1", "c2"], ["s"], name="add"),
+        helper.make_node("Mul", ["c1", "c1"], ["m"], name="mul"),
+        helper.make_node("Div", ["c2", "c1"], ["q"], name="div"),
+        helper.make_node("Mod", ["c1", "c2"], ["r"], name="mod"),
+        helper.make_node("Neg", ["c2"], ["ng"], name="neg"),
+        helper.make_node("Abs", ["c2"], ["ab"], name="abs"),
+        helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["xs"], name="slice"),
+        helper.make_node("MatMul", ["xs", "w"], ["y"], name="mm"),
+        helper.make_node("Range", ["lo", "hi", "one"], ["rg"], name="range"),
+    ]
+    inits = [init("st", np.array([-1], np.int64)), init("en", np.array([small], np.int64)),
+             init("ax", np.array([0], np.int64)), init("sp", np.array([small], np.int64)),
+             init("w", np.zeros((8, 4), np.float32)),
+             init("lo", np.array(small, np.int64)), init("hi", np.array(big, np.int64)),
+             init("one", np.array(1, np.int64))]
+    return model(nodes, [vi("x", [4, 8])], [vi("y", [1, 4]), vi("rg", [None], TensorProto.INT64)],
+                 inits, check=False)
+
+
 def symbolic():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
     return model(nodes, [vi("x", ["batch", 8]), vi("w", [8, 4])], [vi("y", ["batch", 4])])
@@ -189,6 +215,7 @@ save(shape_chain(11), "shape-chain-11.onnx")
 save(shape_chain(13), "shape-chain-13.onnx")
 save(symbolic(), "symbolic.onnx")
 save(unsorted(), "unsorted.onnx")
+save(overflow(), "overflow.onnx")
 save(unknown_op(), "unknown-op.onnx")
 save(cyclic(), "cyclic.onnx")
 save(absurd(), "absurd.onnx")
