@@ -46,7 +46,7 @@ NRECORDS=${DATASET_RECORDS:-3}
 MINUTES=${1:-0}
 MAXLOAD=${DATASET_MAX_LOAD:-0}
 # Held-out networks first, so a partial dataset can already be evaluated.
-NETWORKS=${DATASET_NETWORKS:-resnet-18 bert-base vgg-16 alexnet squeezenet-1.0 mobilenet-v2 resnet-18-nchwc mobilenet-v2-nchwc bert-tiny bert-medium bert-large resnet-50 wide-resnet-50-2 bert-base-64 bert-base-256 resnet-18-256 resnet-18-240 bert-tiny-64 bert-tiny-256 bert-medium-64 bert-medium-256 bert-large-64 bert-large-256}
+NETWORKS=${DATASET_NETWORKS:-resnet-18 bert-base vgg-16 alexnet squeezenet-1.0 mobilenet-v2 resnet-18-nchwc mobilenet-v2-nchwc bert-tiny bert-medium bert-large resnet-50 wide-resnet-50-2 bert-base-64 bert-base-256 resnet-18-256 resnet-18-240 bert-tiny-64 bert-tiny-256 bert-medium-64 bert-medium-256 bert-large-64 bert-large-256 resnext-50-32x4d regnet-y-400mf efficientnet-b0 mobilenet-v3-large convnext-tiny inception-v3 googlenet densenet-121 shufflenet-v2-x1.0 deeplabv3-resnet50 transformer-encoder}
 # Three ISAs where the CPU has AVX-512; otherwise a second compiler makes the third.
 if [ -z "${DATASET_TARGETS:-}" ]; then
 	if grep -qw avx512f /proc/cpuinfo; then
@@ -68,10 +68,14 @@ tty=0
 [ -t 2 ] && tty=1
 start=$(date +%s)
 
-# The distinct tasks of networks $*, in order of first appearance.
+# The distinct tasks of networks $*, in order of first appearance: the
+# hand-derived lists, else the model zoo's (data/models/NAME.tasks.tsv).
 net_tasks() {
 	for n in "$@"; do
-		grep -v '^#' "data/networks/$n.tsv" | tail -n +2 | cut -f2
+		f=data/networks/$n.tsv
+		[ -e "$f" ] || f=data/models/$n.tasks.tsv
+		[ -e "$f" ] || die "no network $n (data/networks/$n.tsv or data/models/$n.tasks.tsv)"
+		grep -v '^#' "$f" | tail -n +2 | cut -f2
 	done | awk '!seen[$0]++'
 }
 tasks=$(net_tasks $NETWORKS)
