@@ -14,6 +14,7 @@
  */
 #include "onnx.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -100,6 +101,8 @@ typedef struct ox {
 	int nnode, capnode;
 	task_ent *task;
 	int ntask, captask;
+	int *ttab;               /* task indices + 1 by key, open addressing */
+	size_t tcap;
 	const char *symbolic;    /* the first symbolic dimension without --input */
 	val **input;             /* graph inputs in the model's order */
 	int ninput, capinput;
@@ -981,6 +984,7 @@ static int kv_cmp(const void *a, const void *b)
 
 int onnx_conv_task(const onnx_conv *cv, char *buf, size_t n)
 {
+	assert(cv && buf && n > 0);
 	kv p[24];
 	int np = 0;
 	const char *op;
@@ -1067,12 +1071,26 @@ static int add_task(ox *o, int ni, const char *task, int64_t oelem, const int64_
 		te_prog_free(prog);
 		return fail(o, nd, "the task %s does not compute the node's output shape", task);
 	}
-	for (int i = 0; i < o->ntask; i++)
-		if (!strcmp(o->task[i].key, prog->key)) {
-			o->task[i].weight += 1;
+	if ((size_t)o->ntask * 2 >= o->tcap) {
+		size_t ncap = o->tcap ? 2 * o->tcap : 256;
+		int *t = tk_arena_alloc(&o->a, sizeof *t * ncap);
+		for (int i = 0; i < o->ntask; i++) {
+			size_t h = tk_hash64(o->task[i].key, strlen(o->task[i].key), 0) & (ncap - 1);
+			while (t[h])
+				h = (h + 1) & (ncap - 1);
+			t[h] = i + 1;
+		}
+		o->ttab = t;
+		o->tcap = ncap;
+	}
+	size_t h = tk_hash64(prog->key, strlen(prog->key), 0) & (o->tcap - 1);
+	for (; o->ttab[h]; h = (h + 1) & (o->tcap - 1))
+		if (!strcmp(o->task[o->ttab[h] - 1].key, prog->key)) {
+			o->task[o->ttab[h] - 1].weight += 1;
 			te_prog_free(prog);
 			return TK_OK;
 		}
+	o->ttab[h] = o->ntask + 1;
 	o->task = agrow(o, o->task, o->ntask, &o->captask, sizeof *o->task);
 	o->task[o->ntask].key = tk_arena_strdup(&o->a, prog->key);
 	o->task[o->ntask].weight = 1;
@@ -2696,6 +2714,7 @@ static void print_dims(tk_sb *sb, const val *v)
 int onnx_output_shapes(const void *buf, size_t size, const char *where, const onnx_input *in,
                        int nin, char **text)
 {
+	assert((buf || !size) && where && (in || !nin) && nin >= 0 && text);
 	*text = NULL;
 	ox *o = calloc(1, sizeof *o);
 	if (!o)
@@ -2737,6 +2756,7 @@ int onnx_output_shapes(const void *buf, size_t size, const char *where, const on
 int onnx_read(const void *buf, size_t size, const char *where, const onnx_input *in, int nin,
               char **tsv)
 {
+	assert((buf || !size) && where && (in || !nin) && nin >= 0 && tsv);
 	*tsv = NULL;
 	ox *o = calloc(1, sizeof *o);
 	if (!o)
