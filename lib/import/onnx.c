@@ -1749,7 +1749,7 @@ static int op_concat(ox *o, int ni, node *nd)
 	for (int i = 0; i < n; i++)
 		if ((rc = need(o, nd, i, &xs[i])))
 			return rc;
-	if ((rc = axis_norm(o, nd, attr_i(nd, "axis", 0), xs[0]->ndim, &ax)))
+	if ((rc = axis_norm(o, nd, attr_i(nd, "axis", o->opset < 4 ? 1 : 0), xs[0]->ndim, &ax)))
 		return rc;
 	memcpy(d, xs[0]->dim, sizeof d);
 	d[ax] = 0;
