@@ -87,7 +87,7 @@ test_expect_success 'a symbolic dimension without --input exits 2 and names it' 
 	grep -q "^1	dense:k=8,m=5,n=4\$" out
 '
 
-test_expect_success '--input: malformed, unknown, or of the wrong rank exits 2' '
+test_expect_success '--input malformed, unknown or of the wrong rank, or not one model: exit 2' '
 	test_expect_code 2 tunekit import onnx --input x=5by8 "$D/symbolic.onnx" 2>err &&
 	grep -q "expected NAME=D1xD2" err &&
 	test_expect_code 2 tunekit import onnx --input x=0x8 "$D/symbolic.onnx" 2>err &&
@@ -96,7 +96,11 @@ test_expect_success '--input: malformed, unknown, or of the wrong rank exits 2' 
 	test_expect_code 2 tunekit import onnx --input x=1x8x2 "$D/symbolic.onnx" 2>err &&
 	grep -q "3 dimensions, the model.s input has 2" err &&
 	test_expect_code 2 tunekit import autotvm --input x=1 some.log 2>err &&
-	grep -q "onnx models only" err
+	grep -q "onnx models only" err &&
+	test_expect_code 2 tunekit import onnx 2>err &&
+	grep -q "expected one MODEL.onnx" err &&
+	test_expect_code 2 tunekit import onnx "$D/symbolic.onnx" "$D/symbolic.onnx" 2>err &&
+	grep -q "expected one MODEL.onnx" err
 '
 
 test_expect_success 'an operator it cannot follow exits 2 naming the node and the operator' '
