@@ -65,6 +65,11 @@ test_expect_success '--network MODEL.onnx with a symbolic input exits 2 naming i
 	grep -q "symbolic (.N.)" err
 '
 
+test_expect_success 'a constant whose values are not packed still gives them (Reshape)' '
+	tunekit import onnx "$D/unpacked.onnx" >out &&
+	grep -q "^1	dense:k=4,m=4,n=4\$" out
+'
+
 test_expect_success 'nodes out of order are imported in dependency order' '
 	tunekit import onnx "$D/unsorted.onnx" | grep -v "^# [^n]" >out &&
 	printf "weight\ttask\n# node first (MatMul)\n1\tdense_relu:k=8,m=2,n=16\n# node second (MatMul)\n1\tdense:k=16,m=2,n=4\n" >want &&

@@ -365,10 +365,6 @@ static int tensor_read(ox *o, const uint8_t *p, size_t n, val *t, int want_name,
 	const uint8_t *raw = NULL;
 	size_t rawlen = 0;
 	int has_raw = 0;
-	/* typed value fields: the last seen of each */
-	const uint8_t *typed[16] = { 0 };
-	size_t typedlen[16] = { 0 };
-	int typedwt[16] = { 0 };
 	t->ndim = 0;
 	t->dtype = DT_UNDEF;
 	while ((got = pb_next(&r, &f)) > 0) {
@@ -412,15 +408,6 @@ static int tensor_read(ox *o, const uint8_t *p, size_t n, val *t, int want_name,
 		case 14:
 			ext = f.v == 1;
 			break;
-		case 4: case 5: case 7: case 10: case 11:
-			typed[f.field] = f.data;
-			typedlen[f.field] = f.len;
-			typedwt[f.field] = f.wt;
-			if (f.wt != 2) { /* one unpacked element: no values then */
-				typed[f.field] = NULL;
-				typedwt[f.field] = -1;
-			}
-			break;
 		}
 	}
 	if (got < 0)
@@ -457,36 +444,61 @@ static int tensor_read(ox *o, const uint8_t *p, size_t n, val *t, int want_name,
 		}
 		return 0;
 	}
-	/* typed fields: float_data 4, int32_data 5, int64_data 7, double_data 10, uint64_data 11 */
+	/* typed fields: float_data 4, int32_data 5, int64_data 7, double_data
+	 * 10, uint64_data 11; packed (as onnx.proto declares them), or not, or
+	 * in several packed runs: protobuf allows each */
 	int fld = t->dtype == DT_FLOAT ? 4 : t->dtype == DT_DOUBLE ? 10 : t->dtype == DT_INT64 ? 7
 	        : t->dtype == DT_UINT64 || t->dtype == DT_UINT32 ? 11 : 5;
-	if (typedwt[fld] < 0)
-		return 0;
-	if (ne == 0) {
-		alloc_vals(o, t);
-		return 0;
-	}
-	if (!typed[fld])
-		return 0; /* no values in the file: shape only */
-	alloc_vals(o, t);
-	q = (pb){ typed[fld], typed[fld] + typedlen[fld] };
-	for (int64_t i = 0; i < ne; i++) {
-		if (fld == 4 || fld == 10) {
-			int sz = fld == 4 ? 4 : 8;
-			if (q.end - q.p < sz)
-				return (*why = "fewer values than its shape"), -1;
-			uint64_t u = 0;
-			for (int b = sz - 1; b >= 0; b--)
-				u = u << 8 | q.p[b];
-			q.p += sz;
-			if (sz == 4) { uint32_t w = (uint32_t)u; float x; memcpy(&x, &w, 4); set_f(t, i, x); }
-			else { double x; memcpy(&x, &u, 8); set_f(t, i, x); }
-		} else {
-			uint64_t u;
-			if (pb_varint(&q, &u))
-				return (*why = "fewer values than its shape"), -1;
-			set_i(t, i, fld == 5 ? (int64_t)(int32_t)u : (int64_t)u);
+	int scalar_wt = fld == 4 ? 5 : fld == 10 ? 1 : 0, sz = fld == 4 ? 4 : 8;
+	uint64_t u[MAXV];
+	int64_t count = 0;
+	r = (pb){ p, p + n };
+	while (pb_next(&r, &f) > 0) {
+		if ((int)f.field != fld)
+			continue;
+		if (f.wt == scalar_wt) {
+			if (count < MAXV)
+				u[count] = f.v;
+			count++;
+			continue;
 		}
+		if (f.wt != 2)
+			return (*why = "malformed values"), -1;
+		q = (pb){ f.data, f.data + f.len };
+		while (q.p < q.end) {
+			uint64_t x = 0;
+			if (scalar_wt == 0) {
+				if (pb_varint(&q, &x))
+					return (*why = "malformed values"), -1;
+			} else {
+				if (q.end - q.p < sz)
+					return (*why = "malformed values"), -1;
+				for (int b = sz - 1; b >= 0; b--)
+					x = x << 8 | q.p[b];
+				q.p += sz;
+			}
+			if (count < MAXV)
+				u[count] = x;
+			count++;
+		}
+	}
+	if (count == 0 && ne > 0)
+		return 0; /* no values in the file: shape only */
+	if (count != ne)
+		return (*why = "its values do not match its shape"), -1;
+	alloc_vals(o, t);
+	for (int64_t i = 0; i < ne; i++) {
+		if (fld == 4) {
+			uint32_t w = (uint32_t)u[i];
+			float x;
+			memcpy(&x, &w, 4);
+			set_f(t, i, x);
+		} else if (fld == 10) {
+			double x;
+			memcpy(&x, &u[i], 8);
+			set_f(t, i, x);
+		} else
+			set_i(t, i, fld == 5 ? (int64_t)(int32_t)u[i] : (int64_t)u[i]);
 	}
 	return 0;
 }

@@ -131,6 +131,20 @@ def overflow():
                  inits, check=False)
 
 
+# A Reshape whose shape is a Constant with its int64_data not packed (as
+# proto2 writes a repeated field by default, and protobuf readers must
+# take): the packed bytes 3a 02 04 04 become 38 04 38 04, the same length.
+def unpacked():
+    nodes = [helper.make_node("Constant", [], ["shape"], name="shape",
+                              value=helper.make_tensor("s", TensorProto.INT64, [2], [4, 4])),
+             helper.make_node("Reshape", ["x", "shape"], ["x4"], name="reshape"),
+             helper.make_node("MatMul", ["x4", "w"], ["y"], name="mm")]
+    m = model(nodes, [vi("x", [2, 8]), vi("w", [4, 4])], [vi("y", [4, 4])])
+    b = m.SerializeToString()
+    assert b.count(b"\x3a\x02\x04\x04") == 1
+    return b.replace(b"\x3a\x02\x04\x04", b"\x38\x04\x38\x04")
+
+
 def symbolic():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
     return model(nodes, [vi("x", ["batch", 8]), vi("w", [8, 4])], [vi("y", ["batch", 4])])
@@ -216,6 +230,8 @@ save(shape_chain(13), "shape-chain-13.onnx")
 save(symbolic(), "symbolic.onnx")
 save(unsorted(), "unsorted.onnx")
 save(overflow(), "overflow.onnx")
+with open(os.path.join(here, "unpacked.onnx"), "wb") as f:
+    f.write(unpacked())
 save(unknown_op(), "unknown-op.onnx")
 save(cyclic(), "cyclic.onnx")
 save(absurd(), "absurd.onnx")
