@@ -1176,8 +1176,16 @@ static int op_cast(ox *o, int ni, node *nd)
 		if ((rc = need(o, nd, 1, &l)))
 			return rc;
 		to = l->dtype;
-	} else
-		to = (int)attr_i(nd, "to", DT_UNDEF);
+	} else {
+		/* an int, or before opset 6 the type's name */
+		static const char *const names[] = { "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16",
+			"INT16", "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64" };
+		const attr *a = get_attr(nd, "to");
+		to = a ? (int)a->i : DT_UNDEF;
+		for (int i = 0; a && a->s && i < (int)ArraySize(names); i++)
+			if (!strcmp(a->s, names[i]))
+				to = i;
+	}
 	if ((rc = set_out(o, nd, 0, to, x->ndim, x->dim, &y)))
 		return rc;
 	if (x->hv && want_vals(o, y)) {
