@@ -160,16 +160,16 @@ test_expect_success 'a model of 3 GiB of weights imports in a few MB more than a
 	test "$(cat rss)" -lt "$(($(cat rss0) + 16384))"
 '
 
-test_expect_success 'node tests tunekit cannot express are refused with exit 2' '
-	if ! [ -d "$NODE" ]; then
-		echo "skipped: libonnx-testdata is not installed ($NODE)"
-		return 0
-	fi &&
+if ! [ -d "$NODE" ]; then
+	echo "# skipped: ONNX's node tests: libonnx-testdata is not installed ($NODE)"
+else
+	test_expect_success 'node tests tunekit cannot express are refused with exit 2' '
 	for t in test_convtranspose_3d test_basic_convinteger test_convinteger_with_padding \
 		test_convinteger_without_padding test_matmulinteger; do
 		test_expect_code 2 tunekit import onnx "$NODE/$t/model.onnx" 2>err || return 1
 		test "$(wc -l <err)" -eq 1 || return 1
 	done
 '
+fi
 
 test_done
