@@ -164,12 +164,12 @@ if ! [ -d "$NODE" ]; then
 	echo "# skipped: ONNX's node tests: libonnx-testdata is not installed ($NODE)"
 else
 	test_expect_success 'node tests tunekit cannot express are refused with exit 2' '
-	for t in test_convtranspose_3d test_basic_convinteger test_convinteger_with_padding \
-		test_convinteger_without_padding test_matmulinteger; do
-		test_expect_code 2 tunekit import onnx "$NODE/$t/model.onnx" 2>err || return 1
-		test "$(wc -l <err)" -eq 1 || return 1
-	done
-'
+		for t in test_convtranspose_3d test_basic_convinteger test_convinteger_with_padding \
+			test_convinteger_without_padding test_matmulinteger; do
+			test_expect_code 2 tunekit import onnx "$NODE/$t/model.onnx" 2>err || return 1
+			test "$(wc -l <err)" -eq 1 || return 1
+		done
+	'
 fi
 
 test_done
