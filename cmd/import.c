@@ -26,9 +26,9 @@ static const char *const usage[] = {
 	"A FILE of - is standard input (once per command). Records already imported are skipped, so importing a file twice adds nothing. Prints\n"
 	"one summary line per file.\n"
 	"onnx: infer the shape of every tensor of an ONNX model and print its tasks (Conv,\n"
-	"ConvTranspose, Gemm, MatMul) as a network file (weight<TAB>task, a '# node NAME (OP)'\n"
-	"comment before each task); the store is not touched. Input shapes are the model's, or\n"
-	"those of --input (a symbolic dimension needs one).",
+	"ConvTranspose, Gemm, MatMul, Einsum) as a network file (weight<TAB>task, a '# node\n"
+	"NAME (OP)' comment before each task); the store is not touched. Input shapes are the\n"
+	"model's, or those of --input (a symbolic dimension needs one).",
 };
 
 static struct {

@@ -1593,6 +1593,119 @@ static int op_matmul(ox *o, int ni, node *nd)
 	return add_task(o, ni, task, b * m * n, &n, 1);
 }
 
+/* Einsum of one operand (a transpose or a reduction: shapes only) or two.
+ * Of two, a label in both operands and the output is a batch axis, in one
+ * operand and the output an M or N axis, in both operands only a
+ * contracted (K) axis: with a contracted axis it is a matrix product,
+ * batch_matmul (or dense without batch axes) of the products of each kind,
+ * whatever the order of the axes; without one, an element-wise product, no
+ * task. Ellipses, repeated labels and sums over one operand of two are
+ * refused. */
+static int op_einsum(ox *o, int ni, node *nd)
+{
+	const char *eq = attr_s(nd, "equation", NULL);
+	char term[3][MAXD + 1];
+	int nterm = 0, len[3] = { 0 }, has_out = 0, rc;
+	val *x[2], *y;
+	int64_t size[128], odim[MAXD];
+	if (!eq)
+		return fail(o, nd, "no equation");
+	if (nd->nin < 1 || nd->nin > 2)
+		return fail(o, nd, "%d operands: tunekit follows one or two", nd->nin);
+	for (const char *p = eq; *p; p++) {
+		if (*p == ' ')
+			continue;
+		if (*p == '.')
+			return fail(o, nd, "an ellipsis in the equation");
+		if (*p == ',' || (*p == '-' && p[1] == '>')) {
+			if (nterm == 2 || has_out)
+				return fail(o, nd, "a malformed equation");
+			if (*p == '-') {
+				p++;
+				has_out = 1;
+			}
+			nterm++;
+			continue;
+		}
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) || len[nterm] == MAXD)
+			return fail(o, nd, "a malformed equation");
+		term[nterm][len[nterm]++] = *p;
+	}
+	if (nterm + 1 - has_out != nd->nin)
+		return fail(o, nd, "the equation does not have %d operands", nd->nin);
+	for (int i = 0; i < 128; i++)
+		size[i] = -1;
+	for (int t = 0; t < nd->nin; t++) {
+		if ((rc = need(o, nd, t, &x[t])))
+			return rc;
+		if (x[t]->ndim != len[t])
+			return fail(o, nd, "operand %d has rank %d, the equation %d labels", t, x[t]->ndim, len[t]);
+		for (int i = 0; i < len[t]; i++) {
+			int c = term[t][i];
+			for (int j = 0; j < i; j++)
+				if (term[t][j] == c)
+					return fail(o, nd, "a label repeated in one operand");
+			if (size[c] >= 0 && size[c] != x[t]->dim[i])
+				return fail(o, nd, "label %c is %lld and %lld", c, (long long)size[c],
+				            (long long)x[t]->dim[i]);
+			size[c] = x[t]->dim[i];
+		}
+	}
+	int out = nd->nin, lout = 0;
+	if (has_out) {
+		lout = len[nterm];
+		memcpy(term[out], term[nterm], (size_t)lout);
+	} else {
+		/* implicit output: the labels seen once, in alphabetical order */
+		for (int c = 'A'; c <= 'z'; c++) {
+			int seen = 0;
+			for (int t = 0; t < nd->nin; t++)
+				seen += memchr(term[t], c, (size_t)len[t]) != NULL;
+			if (seen == 1 && lout < MAXD)
+				term[out][lout++] = (char)c;
+		}
+	}
+	for (int i = 0; i < lout; i++) {
+		int c = term[out][i];
+		if (size[c] < 0)
+			return fail(o, nd, "output label %c is in no operand", c);
+		for (int j = 0; j < i; j++)
+			if (term[out][j] == c)
+				return fail(o, nd, "a label repeated in the output");
+		odim[i] = size[c];
+	}
+	if ((rc = set_out(o, nd, 0, x[0]->dtype, lout, odim, &y)))
+		return rc;
+	if (nd->nin == 1)
+		return TK_OK;
+	int64_t b = 1, m = 1, n = 1, k = 1;
+	int nk = 0;
+	for (int c = 'A'; c <= 'z'; c++) {
+		if (size[c] < 0)
+			continue;
+		int ina = memchr(term[0], c, (size_t)len[0]) != NULL;
+		int inb = memchr(term[1], c, (size_t)len[1]) != NULL;
+		int ino = memchr(term[out], c, (size_t)lout) != NULL;
+		if (ina && inb && ino)
+			b *= size[c];
+		else if (ina && inb) {
+			k *= size[c];
+			nk++;
+		} else if (ino)
+			*(ina ? &m : &n) *= size[c];
+		else
+			return fail(o, nd, "label %c is summed over one operand only", c);
+	}
+	if (!nk)
+		return TK_OK; /* an element-wise or outer product */
+	if (b == 1)
+		return dense_task(o, ni, m, n, k, y);
+	char task[200];
+	snprintf(task, sizeof task, "batch_matmul:b=%lld,k=%lld,m=%lld,n=%lld", (long long)b, (long long)k,
+	         (long long)m, (long long)n);
+	return add_task(o, ni, task, b * m * n, NULL, 0);
+}
+
 static int op_pool(ox *o, int ni, node *nd)
 {
 	val *x;
@@ -2482,6 +2595,7 @@ static const struct opent {
 	{ "DepthToSpace", op_space_depth },
 	{ "Div", op_elementwise },
 	{ "Dropout", op_same },
+	{ "Einsum", op_einsum },
 	{ "Elu", op_same },
 	{ "Equal", op_elementwise },
 	{ "Erf", op_same },
@@ -2721,7 +2835,7 @@ static int read_model(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 	if ((rc = read_graph(o, graph.data, graph.len, in, nin)) || (rc = infer(o)))
 		return rc;
 	if (o->ntask == 0 && !o->shapes)
-		return bad(o, "no Conv, ConvTranspose, Gemm or MatMul: the network has no task");
+		return bad(o, "no Conv, ConvTranspose, Gemm, MatMul or Einsum: the network has no task");
 	return TK_OK;
 }
 

@@ -10,9 +10,10 @@
  *
  * Every tensor's shape is inferred node by node in topological order; small
  * tensors also carry their values (the Shape -> Gather -> Concat -> Reshape
- * chains of exported models). Conv, ConvTranspose, Gemm and MatMul become
- * tasks (conv2d, depthwise_conv2d, conv2d_transpose, conv1d,
- * conv1d_transpose, dense, dense_relu, batch_matmul); every other operator
+ * chains of exported models). Conv, ConvTranspose, Gemm, MatMul and the
+ * Einsum of a matrix product become tasks (conv2d, depthwise_conv2d,
+ * conv2d_transpose, conv1d, conv1d_transpose, dense, dense_relu,
+ * batch_matmul); every other operator
  * is followed for shapes only. An operator the reader cannot follow, or a
  * shape it cannot know, is an error naming the node: never a guessed shape.
  *
