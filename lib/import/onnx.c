@@ -1653,8 +1653,7 @@ static int op_einsum(ox *o, int ni, node *nd)
 	}
 	int out = nd->nin, lout = 0;
 	if (has_out) {
-		lout = len[nterm];
-		memcpy(term[out], term[nterm], (size_t)lout);
+		lout = len[nterm]; /* nterm == out: the output's labels are in place */
 	} else {
 		/* implicit output: the labels seen once, in alphabetical order */
 		for (int c = 'A'; c <= 'z'; c++) {
