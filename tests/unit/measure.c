@@ -19,7 +19,7 @@
 #include "base/target.h"
 #include "measure/build.h"
 #include "measure/run.h"
-#include "measure/sha256.h"
+#include "util/sha256.h"
 #include "util/util.h"
 #include "unit.h"
 

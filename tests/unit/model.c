@@ -24,6 +24,7 @@
 #include "store/store_int.h"
 #include "store/store_models.h"
 #include "train/train.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /* ---- helpers -------------------------------------------------------- */
@@ -523,6 +524,13 @@ TEST(modelfile_round_trip)
 	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_OK);
 	CHECK(len == 3 && got && !memcmp(got, "xyz", 3));
 	free(got);
+	/* ... and checks the payload's checksum: any byte changed is refused */
+	CHECK(n >= 3 && strstr((const char *)buf, "\npayload_sha256 "));
+	((char *)buf)[n - 2] ^= 1;
+	got = (void *)1;
+	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_ECORRUPT);
+	CHECK(got == NULL && strstr(tk_errmsg(), "checksum") != NULL);
+	CHECK_EQ_INT(mf_set(&m, "payload_sha256", "x"), TK_EINVAL);
 	free(buf);
 
 	/* full */
@@ -538,6 +546,8 @@ TEST(modelfile_round_trip)
 	CHECK_EQ_INT(mf_read(tpath("missing.model"), &r, &got, &len), TK_EIO);
 	CHECK(got == NULL);
 }
+
+#define SUM_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" /* SHA-256 of no bytes */
 
 /* Each malformed file must give TK_ECORRUPT (and no payload). */
 TEST(modelfile_corruption)
@@ -569,6 +579,14 @@ TEST(modelfile_corruption)
 		{ "bad metric", "tunekit-model 1\nkind xgb\nholdout_rmse fast\npayload 0\nend\n", 0 },
 		{ "bad created", "tunekit-model 1\nkind xgb\ncreated yesterday\npayload 0\nend\n", 0 },
 		{ "NUL in a value", "tunekit-model 1\nkind x\0b\npayload 0\nend\n", 39 },
+		{ "no checksum", "tunekit-model 1\nkind xgb\npayload 2\nend\nok", 0 },
+		{ "wrong checksum", "tunekit-model 1\nkind xgb\npayload 2\npayload_sha256 " SUM_EMPTY
+		  "\nend\nok", 0 },
+		{ "short checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 e3b0\nend\n", 0 },
+		{ "uppercase checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 "
+		  "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\nend\n", 0 },
+		{ "duplicate checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 " SUM_EMPTY
+		  "\npayload_sha256 " SUM_EMPTY "\nend\n", 0 },
 	};
 	const char *path = tpath("bad.model");
 	for (int i = 0; i < ArraySize(cases); i++) {
@@ -601,7 +619,9 @@ TEST(modelfile_corruption)
 	tk_sb_puts(&sb, "tunekit-model 1\nkind xgb\n");
 	for (int i = 1; i < MF_MAXKEY; i++)
 		tk_sb_printf(&sb, "k%d v\n", i);
-	tk_sb_puts(&sb, "payload 2\nend\nok");
+	char sum[SHA256_HEX];
+	sha256_hex("ok", 2, sum);
+	tk_sb_printf(&sb, "payload 2\npayload_sha256 %s\nend\nok", sum);
 	CHECK_EQ_INT(mf_decode(sb.s, sb.n, &m, &got, &len), TK_OK);
 	CHECK_EQ_INT(m.n, MF_MAXKEY);
 	free(got);
