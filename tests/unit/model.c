@@ -549,6 +549,31 @@ TEST(modelfile_round_trip)
 
 #define SUM_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" /* SHA-256 of no bytes */
 
+/* A model file whose container is sound but whose payload its kind's
+ * loader refuses: the path once, then the loader's message, whole (it was
+ * formatted into the buffer it was read from, and came out garbled). */
+TEST(modelfile_load_error_message)
+{
+	mf_meta m;
+	memset(&m, 0, sizeof m);
+	CHECK_EQ_INT(mf_set(&m, "kind", "rfei"), TK_OK);
+	const char *path = tpath("refused.model");
+	CHECK_EQ_INT(mf_write(path, &m, "not an rfei payload", 19), TK_OK);
+	cm_model *model = NULL;
+	mf_meta got;
+	CHECK_EQ_INT(cm_read(path, &got, &model), TK_ECORRUPT);
+	CHECK(model == NULL);
+	const char *e = tk_errmsg(), *p = strstr(e, path);
+	CHECK(p == e && strstr(p + 1, path) == NULL);
+	CHECK(!strncmp(e + strlen(path), ": ", 2) && strlen(e) > strlen(path) + 10);
+	if (p != e || strstr(e + 1, path))
+		fprintf(stderr, "  message: %s\n", e);
+	char again[512];
+	snprintf(again, sizeof again, "%s", e);
+	tk_seterr(TK_EIO, "%s: %s", "outer", tk_errmsg());
+	CHECK(!strncmp(tk_errmsg(), "outer: ", 7) && !strcmp(tk_errmsg() + 7, again));
+}
+
 /* Each malformed file must give TK_ECORRUPT (and no payload). */
 TEST(modelfile_corruption)
 {
@@ -1305,6 +1330,6 @@ UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_up
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
-          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption,
+          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption, modelfile_load_error_message,
           store_training_rows_and_models, store_training_rows_one_per_config,
           metrics_classify_by_hand, cost_ml2_stages)
