@@ -77,6 +77,10 @@ test_expect_success 'malformed tasks and configurations exit 2 and record nothin
 	test_expect_code 2 tunekit measure --task $DENSE --config "tile_i=3x3x3" 2>err &&
 	test_expect_code 2 tunekit measure --task $DENSE --config "nonsense" 2>err && grep -q "knob=value" err &&
 	printf "%s\tbogus=1\n" $DENSE | test_expect_code 2 tunekit measure --config - 2>err &&
+	tunekit report best >best &&
+	head -n 2 best | awk -F"\t" -v OFS="\t" "NR == 1 { print } NR == 2 { NF = NF - 1; print }" >short &&
+	test_expect_code 2 tunekit measure --config - <short 2>err &&
+	grep -q "^tunekit measure: stdin:2: [0-9]* columns, fewer than the header.s [0-9]*$" err &&
 	test_expect_code 2 tunekit measure --task $DENSE 2>err && grep -q "no configurations" err &&
 	test $(wc -l <err) -eq 1 &&
 	test "$(sql "SELECT COUNT(*) FROM measurement")" -eq "$before"
