@@ -111,6 +111,18 @@ test_expect_success 'a kernel that writes a file is a forbidden syscall, and wri
 	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3
 '
 
+# posix_spawn and system block every signal before they clone: the trap's
+# SIGSYS killed the child unheard ("killed by signal SIGSYS").
+test_expect_success 'a kernel that calls system() or posix_spawn() is a forbidden syscall, named' '
+	for f in system spawn; do
+		measure_with_fault $f >out &&
+		test "$(tsv_col out error 2)" = "forbidden syscall" &&
+		test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 || exit 1
+	done &&
+	test "$(sql "SELECT count(*) FROM measurement WHERE error = 10 AND message = '\''forbidden syscall: clone (a new process)'\''")" -ge 4 &&
+	! sql "SELECT message FROM measurement WHERE error = 10" | grep -q "SIGSYS"
+'
+
 test_expect_success 'threaded kernels still start their threads under the filter' '
 	TUNEKIT_CACHE=$TRASH/cache-threads tunekit measure -q --target cpu:threads=2 \
 		--task $TASK --naive --sample 2 --repeat 1 >out &&

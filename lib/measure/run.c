@@ -30,7 +30,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -422,13 +424,21 @@ out:
  * In a build with AddressSanitizer the filter is the same: the child
  * runs no leak check (see RUN_ASAN).
  *
- * The traps are reported by signal handlers that write the result to the
- * pipe themselves and leave with _exit; which rule trapped comes with the
- * signal (the filter's SECCOMP_RET_DATA, as si_errno). Where the filter
- * cannot be installed (no seccomp, another architecture), the child
- * measures unconfined. */
+ * A forbidden call is not trapped in the child but stops the thread that
+ * made it and notifies the parent (SECCOMP_RET_USER_NOTIF; the child sends
+ * the filter's listener over a socket run_call made, before it loads the
+ * kernel), which reads the call and its arguments, names it and kills the
+ * child: a signal in the child could be blocked (posix_spawn and system
+ * block them all before they clone) or handled by the kernel itself.
+ * Where that cannot be set up, and for the memory rules, the filter traps
+ * instead: signal handlers write the result to the pipe themselves and
+ * leave with _exit, and which rule trapped comes with the signal (the
+ * filter's SECCOMP_RET_DATA, as si_errno). Where no filter can be
+ * installed (no seccomp, another architecture), the child measures
+ * unconfined. */
 
 static int child_pipe = -1;          /* the result pipe, in a child of run_call */
+static int child_notify = -1;        /* the socket to send the filter's listener on */
 static int child_status = -1;        /* /proc/self/status, opened before Landlock */
 static run_result *child_result;     /* the result a trap handler fills */
 static unsigned long long child_data_limit; /* RLIMIT_DATA set, 0 if none */
@@ -647,24 +657,57 @@ static const struct { int nr; const char *name; int kind; int arg; } sys_tab[] =
 #define BPF_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
 #define BPF_ARG_HI(i) (BPF_ARG_LO(i) + 4) /* little-endian only (x86-64, arm64) */
 
-/* Install the filter (see above). Returns 0, or -1 when the kernel refuses
- * it (nothing installed). */
-static int child_seccomp(pid_t self)
+/* "forbidden syscall: NAME (why)" for system call nr trapped by rule why
+ * (SYS_*; -1: find it from nr) into msg[cap] (async-signal-safe). */
+static void forbidden_msg(char *msg, size_t cap, long nr, int why)
+{
+	size_t n = 0;
+	const char *name = NULL;
+	for (int i = 0; i < ArraySize(sys_tab); i++)
+		if (sys_tab[i].nr == nr) {
+			name = sys_tab[i].name;
+			if (why < 0)
+				why = sys_tab[i].kind;
+		}
+	msg[0] = 0;
+	sig_puts(msg, &n, cap, "forbidden syscall: ");
+	if (name)
+		sig_puts(msg, &n, cap, name);
+	else
+		sig_putu(msg, &n, cap, (unsigned long long)nr);
+	sig_puts(msg, &n, cap, why == SYS_CLONE ? " (a new process)"
+	                       : why == SYS_SIGNAL ? " (to another process)"
+	                       : why == SYS_OPEN ? " (a file for writing)"
+	                       : why == SYS_FILE ? " (a change to the filesystem)"
+	                       : why == SYS_RLIMIT ? " (a new resource limit)" : "");
+}
+
+/* Install the filter (see above). With notify, the forbidden calls (and
+ * those of another ABI) are not trapped but stop the calling thread and
+ * notify a listener, whose descriptor goes to *listener: the parent reads
+ * which call it was, which it can whatever the kernel did to its signals
+ * (posix_spawn and system block SIGSYS, and a trap with SIGSYS blocked
+ * kills without a word). Returns 0, or -1 when the kernel refuses it
+ * (nothing installed). */
+static int child_seccomp(pid_t self, int notify, int *listener)
 {
 	enum { NMAX = 16 + 10 * ArraySize(sys_tab) };
 	struct sock_filter f[NMAX];
 	int n = 0;
 #define EMIT(insn) (assert(n < NMAX), f[n++] = (struct sock_filter)insn)
 #define TRAP(why) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | (uint32_t)(why))
+#define FORBID(why) BPF_STMT(BPF_RET | BPF_K, notify ? SECCOMP_RET_USER_NOTIF \
+                                                    : SECCOMP_RET_TRAP | (uint32_t)(why))
 	const uint32_t allow = SECCOMP_RET_ALLOW;
+	const uint32_t kill = notify ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_KILL_PROCESS;
 	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_AUDIT_ARCH, 1, 0));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, kill));
 	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
 #ifdef __x86_64__
 	/* x32 system calls (the same numbers with bit 30 set) */
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, kill));
 #endif
 	/* The calls a threaded kernel makes while it is timed, allowed first
 	 * so that the filter costs them as little as it can. */
@@ -682,14 +725,17 @@ static int child_seccomp(pid_t self)
 		case SYS_SHARED:
 		case SYS_FILE:
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
-			EMIT(TRAP(kind));
+			if (kind == SYS_SHARED)
+				EMIT(TRAP(kind));
+			else
+				EMIT(FORBID(kind));
 			break;
 		case SYS_CLONE: /* a thread of this process, or trap */
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 4));
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
-			EMIT(TRAP(kind));
+			EMIT(FORBID(kind));
 			break;
 		case SYS_MMAP: /* not shared, then as SYS_MEMORY */
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 9));
@@ -712,7 +758,7 @@ static int child_seccomp(pid_t self)
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)self, 2, 0));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-			EMIT(TRAP(kind));
+			EMIT(FORBID(kind));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
 			break;
 		case SYS_OPEN: /* read-only, or trap */
@@ -720,7 +766,7 @@ static int child_seccomp(pid_t self)
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RUN_OPEN_WRITE, 1, 0));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
-			EMIT(TRAP(kind));
+			EMIT(FORBID(kind));
 			break;
 		case SYS_RLIMIT: /* no new limit (a NULL pointer), or trap */
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 6));
@@ -728,18 +774,99 @@ static int child_seccomp(pid_t self)
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_HI(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-			EMIT(TRAP(kind));
+			EMIT(FORBID(kind));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
 			break;
 		}
 	}
 	EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+#undef FORBID
 #undef TRAP
 #undef EMIT
 	struct sock_fprog prog = { (unsigned short)n, f };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0 ? -1 : 0;
+	if (!notify)
+		return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0 ? -1 : 0;
+	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+	                  &prog);
+	if (fd < 0)
+		return -1;
+	*listener = (int)fd;
+	return 0;
+}
+
+/* Hand the listener to the parent over the socket run_call made: 0, or
+ * -1 if it could not be sent. */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'L';
+	struct iovec iov = { &byte, 1 };
+	union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	memset(&u, 0, sizeof u);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	ssize_t k;
+	while ((k = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return k == 1 ? 0 : -1;
+}
+
+/* The descriptor the child sent with send_fd on sock, or -1. */
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = { &byte, 1 };
+	union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	ssize_t k;
+	while ((k = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *c = k == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	int fd = -1;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
+}
+
+/* Read the pending notification of listener into msg[nmsg]: 1 if there
+ * was one (the call it names is forbidden), 0 if not. */
+static int read_notification(int listener, char *msg, size_t nmsg)
+{
+	struct seccomp_notif_sizes sz;
+	if (syscall(__NR_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
+		return 0;
+	size_t size = sz.seccomp_notif > sizeof(struct seccomp_notif) ? sz.seccomp_notif
+	                                                             : sizeof(struct seccomp_notif);
+	struct seccomp_notif *req = calloc(1, size);
+	if (!req)
+		return 0;
+	int got = ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) == 0;
+	if (got) {
+		if (req->data.arch != RUN_AUDIT_ARCH || (unsigned)req->data.nr >= 0x40000000u) {
+			snprintf(msg, nmsg, "forbidden syscall: %d of another ABI (%s)", req->data.nr,
+			         req->data.arch != RUN_AUDIT_ARCH ? "not this architecture's" : "x32");
+		} else {
+			forbidden_msg(msg, nmsg, req->data.nr, -1);
+		}
+	}
+	free(req);
+	return got;
 }
 
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
@@ -764,16 +891,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 		}
 		child_report_trap(MEAS_MEMORY_LIMIT, msg);
 	}
-	sig_puts(msg, &n, sizeof msg, "forbidden syscall: ");
-	if (name)
-		sig_puts(msg, &n, sizeof msg, name);
-	else
-		sig_putu(msg, &n, sizeof msg, (unsigned)si->si_syscall);
-	sig_puts(msg, &n, sizeof msg, why == SYS_CLONE ? " (a new process)"
-	                              : why == SYS_SIGNAL ? " (to another process)"
-	                              : why == SYS_OPEN ? " (a file for writing)"
-	                              : why == SYS_FILE ? " (a change to the filesystem)"
-	                              : why == SYS_RLIMIT ? " (a new resource limit)" : "");
+	forbidden_msg(msg, sizeof msg, si->si_syscall, why);
 	child_report_trap(MEAS_FORBIDDEN, msg);
 }
 #endif
@@ -845,9 +963,9 @@ static void child_confine(run_result *r, int so_fd)
 {
 	child_result = r;
 	child_status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	const int want[3] = { child_pipe, so_fd, child_status };
-	int keep[3], nkeep = 0;
-	for (int i = 0; i < 3; i++) /* sorted, from 3 up */
+	const int want[4] = { child_pipe, so_fd, child_status, child_notify };
+	int keep[4], nkeep = 0;
+	for (int i = 0; i < 4; i++) /* sorted, from 3 up */
 		if (want[i] >= 3) {
 			int j = nkeep++;
 			for (; j > 0 && keep[j - 1] > want[i]; j--)
@@ -880,12 +998,22 @@ static void child_confine(run_result *r, int so_fd)
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigaddset(&sa.sa_mask, SIGSEGV);
 	sigaddset(&sa.sa_mask, SIGBUS);
-	if (sigaction(SIGSYS, &sa, NULL) == 0 && child_seccomp(getpid()) < 0) {
+	int listener = -1, on = sigaction(SIGSYS, &sa, NULL) == 0;
+	if (on && child_notify >= 0 && child_seccomp(getpid(), 1, &listener) == 0) {
+		/* The parent listens; if it cannot be told, a trapping filter on top
+		 * (TRAP wins over USER_NOTIF) does what it would have. */
+		if (send_fd(child_notify, listener) < 0)
+			child_seccomp(getpid(), 0, NULL);
+		close(listener);
+	} else if (on && child_seccomp(getpid(), 0, NULL) < 0) {
 		sa.sa_handler = SIG_DFL;
 		sa.sa_flags = 0;
 		sigaction(SIGSYS, &sa, NULL);
 	}
 #endif
+	if (child_notify >= 0)
+		close(child_notify);
+	child_notify = -1;
 #ifdef RUN_LANDLOCK
 	child_landlock(0);
 #endif
@@ -1150,9 +1278,15 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 	assert(fn && buf && size > 0 && timeout_s > 0 && error && msg && nmsg > 0);
 	*error = MEAS_UNKNOWN;
 	msg[0] = 0;
-	int fd[2];
+	int fd[2], ns[2] = { -1, -1 };
 	if (pipe2(fd, O_CLOEXEC) < 0)
 		return tk_seterr(TK_EIO, "cannot start a measurement: pipe: %s", strerror(errno));
+#ifdef RUN_SECCOMP
+	/* where a confining child sends its filter's listener (none if this
+	 * fails: the child then traps as before) */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ns) < 0)
+		ns[0] = ns[1] = -1;
+#endif
 	fflush(NULL); /* nothing buffered may be written twice */
 	pid_t self = getpid();
 	pid_t pid = fork();
@@ -1160,11 +1294,18 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 		int e = errno;
 		close(fd[0]);
 		close(fd[1]);
+		if (ns[0] >= 0) {
+			close(ns[0]);
+			close(ns[1]);
+		}
 		return tk_seterr(TK_EIO, "cannot start a measurement: fork: %s", strerror(e));
 	}
 	if (pid == 0) {
 		close(fd[0]);
+		if (ns[0] >= 0)
+			close(ns[0]);
 		child_pipe = fd[1];
+		child_notify = ns[1];
 		child_setup(self, timeout_s, threads);
 		memset(buf, 0, size);
 		fn(ctx, buf, size);
@@ -1173,11 +1314,15 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 	}
 	setpgid(pid, pid);
 	close(fd[1]);
+	if (ns[1] >= 0)
+		close(ns[1]);
 
 	/* Read the result until it is complete, the child closes the pipe (it
-	 * died), or the deadline passes. */
+	 * died), the deadline passes, or the child's filter stops a forbidden
+	 * call (its listener arrives on ns[0]; a notification on it names the
+	 * call). */
 	size_t nread = 0;
-	int timed_out = 0;
+	int timed_out = 0, forbidden = 0, listener = -1;
 	double deadline = tk_now() + timeout_s;
 	while (nread < size) {
 		double left = deadline - tk_now();
@@ -1185,11 +1330,30 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 			timed_out = 1;
 			break;
 		}
-		struct pollfd p = { fd[0], POLLIN, 0 };
-		int k = poll(&p, 1, (int)ceil((left < 1000 ? left : 1000) * 1e3));
+		struct pollfd p[3] = { { fd[0], POLLIN, 0 }, { ns[0], POLLIN, 0 },
+		                       { listener, POLLIN, 0 } };
+		int k = poll(p, 3, (int)ceil((left < 1000 ? left : 1000) * 1e3));
 		if (k < 0 && errno != EINTR)
 			break;
 		if (k <= 0)
+			continue;
+#ifdef RUN_SECCOMP
+		if ((p[2].revents & POLLIN) && read_notification(listener, msg, nmsg)) {
+			forbidden = 1;
+			break;
+		}
+		if (p[2].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+			close(listener); /* the child is gone: its filter with it */
+			listener = -1;
+		}
+		if (p[1].revents) {
+			if (listener < 0 && (p[1].revents & POLLIN))
+				listener = recv_fd(ns[0]);
+			close(ns[0]); /* one listener per child */
+			ns[0] = -1;
+		}
+#endif
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		ssize_t m = read(fd[0], (char *)buf + nread, size - nread);
 		if (m < 0 && errno == EINTR)
@@ -1199,16 +1363,22 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 		nread += (size_t)m;
 	}
 	close(fd[0]);
-	if (timed_out) {
+	if (ns[0] >= 0)
+		close(ns[0]);
+	if (timed_out || forbidden) {
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 	}
+	if (listener >= 0)
+		close(listener);
 	int st = 0;
 	pid_t w;
 	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
 
-	if (timed_out) {
+	if (forbidden) {
+		*error = MEAS_FORBIDDEN;
+	} else if (timed_out) {
 		*error = MEAS_RUN_TIMEOUT;
 		snprintf(msg, nmsg, "run timeout after %g s", timeout_s);
 	} else if (nread == size) {
