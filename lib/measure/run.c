@@ -422,7 +422,8 @@ out:
  *    open no file at all, not even for reading.
  *
  * In a build with AddressSanitizer the filter is the same: the child
- * runs no leak check (see RUN_ASAN).
+ * runs no leak check (see RUN_ASAN); the child may still read files once
+ * the kernel is loaded (the sanitizer reads /proc/self/maps).
  *
  * A forbidden call is not trapped in the child but stops the thread that
  * made it and notifies the parent (SECCOMP_RET_USER_NOTIF; the child sends
@@ -1078,8 +1079,11 @@ static void child_measure(const build_job *obj, const run_io *io,
 		snprintf(r->msg, sizeof r->msg, "runtime crash: dlopen: %s", dlerror());
 		goto out;
 	}
-#ifdef RUN_LANDLOCK
-	child_landlock(1); /* loaded: from now on no file at all */
+#if defined(RUN_LANDLOCK) && !defined(RUN_ASAN)
+	/* Loaded: from now on no file at all. Not with AddressSanitizer, whose
+	 * reports (the memory limit's failed allocations among them) find the
+	 * stack through /proc/self/maps. */
+	child_landlock(1);
 #endif
 	const int *abi = dlsym(dl, "tk_abi");
 	const unsigned long *wsn = dlsym(dl, "tk_workspace_floats");
