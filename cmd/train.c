@@ -268,6 +268,8 @@ static void free_networks(net_list *nets)
 	free(nets->v);
 }
 
+#define TRAIN_ROUNDS_UNSET INT64_MIN /* --rounds not given */
+
 int cmd_train(int argc, char **argv, tk_ctx *ctx)
 {
 	tr_set ts;
@@ -289,6 +291,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	o.objective = "rank";
 	o.feature = "itervar";
 	o.out = "tunekit.model";
+	o.rounds = TRAIN_ROUNDS_UNSET;
 	o.aux_fraction = 1;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
@@ -354,6 +357,11 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	if ((status = load_networks(ctx, &o.holdout_network, &nets)) ||
 	    (status = load_networks(ctx, &o.valid_network, &vnets)))
 		goto out;
+	if (o.rounds == 0)
+		return tk_fail(ctx, TK_EINVAL, "--rounds needs at least 1 (leave it out for the "
+		               "default)");
+	if (o.rounds == TRAIN_ROUNDS_UNSET)
+		o.rounds = 0; /* the fit's default */
 	if (o.rounds < 0 || o.rounds > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if (!*o.out)

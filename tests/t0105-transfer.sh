@@ -170,6 +170,29 @@ test_expect_success 'bad input: one line, exit 2, no model written' '
 	grep -q "has knob features" err && ! test -e bad.model
 '
 
+# A payload damaged after the header crashed libxgboost's reader (SIGSEGV)
+# before model files carried a checksum; its error printed a stack trace.
+test_expect_success 'a damaged model file: one line, exit 2, never a crash' '
+	for m in xgb tlp; do
+		size=$(wc -c <$m.model) &&
+		head -c $((size - 884)) $m.model >dam-$m.model &&
+		head -c 884 /dev/zero | tr "\0" A >>dam-$m.model &&
+		test "$(wc -c <dam-$m.model)" -eq $size || exit 1
+	done &&
+	grep -a -v "^payload_sha256 " xgb.model >old.model &&
+	for args in "--method xgb-warm --model dam-xgb.model" "--model dam-tlp.model" \
+		"--method xgb-warm --model old.model"; do
+		test_expect_code 2 tunekit transfer --to-hw 2 $args --out bad.model 2>err &&
+		test $(wc -l <err) -eq 1 && ! test -e bad.model || { echo "$args"; cat err; exit 1; }
+	done &&
+	grep -q "no payload_sha256 key" err &&
+	test_expect_code 2 tunekit transfer --to-hw 2 --model dam-tlp.model --out bad.model 2>err &&
+	grep -q "^tunekit transfer: dam-tlp.model: model file: the payload does not match its checksum" err &&
+	test_expect_code 2 tunekit tune --task dense:m=8,n=8,k=8 --trials 4 \
+		--model-file dam-xgb.model 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "does not match its checksum" err
+'
+
 test_expect_success '--measure: measure what the model picks on this CPU, then adapt on it' '
 	n=$(sql "SELECT COUNT(*) FROM measurement") &&
 	tunekit transfer --model tlp.model --measure 8 --task dense:m=16,n=16,k=32 --epochs 1 \

@@ -24,6 +24,7 @@
 #include "store/store_int.h"
 #include "store/store_models.h"
 #include "train/train.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /* ---- helpers -------------------------------------------------------- */
@@ -523,6 +524,13 @@ TEST(modelfile_round_trip)
 	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_OK);
 	CHECK(len == 3 && got && !memcmp(got, "xyz", 3));
 	free(got);
+	/* ... and checks the payload's checksum: any byte changed is refused */
+	CHECK(n >= 3 && strstr((const char *)buf, "\npayload_sha256 "));
+	((char *)buf)[n - 2] ^= 1;
+	got = (void *)1;
+	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_ECORRUPT);
+	CHECK(got == NULL && strstr(tk_errmsg(), "checksum") != NULL);
+	CHECK_EQ_INT(mf_set(&m, "payload_sha256", "x"), TK_EINVAL);
 	free(buf);
 
 	/* full */
@@ -537,6 +545,33 @@ TEST(modelfile_round_trip)
 
 	CHECK_EQ_INT(mf_read(tpath("missing.model"), &r, &got, &len), TK_EIO);
 	CHECK(got == NULL);
+}
+
+#define SUM_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" /* SHA-256 of no bytes */
+
+/* A model file whose container is sound but whose payload its kind's
+ * loader refuses: the path once, then the loader's message, whole (it was
+ * formatted into the buffer it was read from, and came out garbled). */
+TEST(modelfile_load_error_message)
+{
+	mf_meta m;
+	memset(&m, 0, sizeof m);
+	CHECK_EQ_INT(mf_set(&m, "kind", "rfei"), TK_OK);
+	const char *path = tpath("refused.model");
+	CHECK_EQ_INT(mf_write(path, &m, "not an rfei payload", 19), TK_OK);
+	cm_model *model = NULL;
+	mf_meta got;
+	CHECK_EQ_INT(cm_read(path, &got, &model), TK_ECORRUPT);
+	CHECK(model == NULL);
+	const char *e = tk_errmsg(), *p = strstr(e, path);
+	CHECK(p == e && strstr(p + 1, path) == NULL);
+	CHECK(!strncmp(e + strlen(path), ": ", 2) && strlen(e) > strlen(path) + 10);
+	if (p != e || strstr(e + 1, path))
+		fprintf(stderr, "  message: %s\n", e);
+	char again[512];
+	snprintf(again, sizeof again, "%s", e);
+	tk_seterr(TK_EIO, "%s: %s", "outer", tk_errmsg());
+	CHECK(!strncmp(tk_errmsg(), "outer: ", 7) && !strcmp(tk_errmsg() + 7, again));
 }
 
 /* Each malformed file must give TK_ECORRUPT (and no payload). */
@@ -569,6 +604,14 @@ TEST(modelfile_corruption)
 		{ "bad metric", "tunekit-model 1\nkind xgb\nholdout_rmse fast\npayload 0\nend\n", 0 },
 		{ "bad created", "tunekit-model 1\nkind xgb\ncreated yesterday\npayload 0\nend\n", 0 },
 		{ "NUL in a value", "tunekit-model 1\nkind x\0b\npayload 0\nend\n", 39 },
+		{ "no checksum", "tunekit-model 1\nkind xgb\npayload 2\nend\nok", 0 },
+		{ "wrong checksum", "tunekit-model 1\nkind xgb\npayload 2\npayload_sha256 " SUM_EMPTY
+		  "\nend\nok", 0 },
+		{ "short checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 e3b0\nend\n", 0 },
+		{ "uppercase checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 "
+		  "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\nend\n", 0 },
+		{ "duplicate checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 " SUM_EMPTY
+		  "\npayload_sha256 " SUM_EMPTY "\nend\n", 0 },
 	};
 	const char *path = tpath("bad.model");
 	for (int i = 0; i < ArraySize(cases); i++) {
@@ -601,7 +644,9 @@ TEST(modelfile_corruption)
 	tk_sb_puts(&sb, "tunekit-model 1\nkind xgb\n");
 	for (int i = 1; i < MF_MAXKEY; i++)
 		tk_sb_printf(&sb, "k%d v\n", i);
-	tk_sb_puts(&sb, "payload 2\nend\nok");
+	char sum[SHA256_HEX];
+	sha256_hex("ok", 2, sum);
+	tk_sb_printf(&sb, "payload 2\npayload_sha256 %s\nend\nok", sum);
 	CHECK_EQ_INT(mf_decode(sb.s, sb.n, &m, &got, &len), TK_OK);
 	CHECK_EQ_INT(m.n, MF_MAXKEY);
 	free(got);
@@ -1285,6 +1330,6 @@ UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_up
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
-          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption,
+          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption, modelfile_load_error_message,
           store_training_rows_and_models, store_training_rows_one_per_config,
           metrics_classify_by_hand, cost_ml2_stages)
