@@ -102,7 +102,8 @@ static void help_networks(void)
 	}
 }
 
-/* The model table: name, feature kinds, uncertainty, transfer (a base
+/* The model table: name, feature kinds (the one it reads by default
+ * first), uncertainty, transfer (a base
  * model), the ways tunekit transfer adapts it, summary. */
 static void help_models(void)
 {
@@ -112,9 +113,11 @@ static void help_models(void)
 		const cm_kind *k = cm_kinds[i];
 		char feats[64] = "";
 		size_t len = 0;
+		if (k->features) /* the kind it reads by default first */
+			len = (size_t)snprintf(feats, sizeof feats, "%s", feat_kind_name(k->feature));
 		for (int f = 0; f < FEAT_NKIND; f++)
-			if (k->features & 1u << f)
-				len += (size_t)snprintf(feats + len, sizeof feats - len, "%s%s", len ? "," : "",
+			if (f != k->feature && (k->features & 1u << f))
+				len += (size_t)snprintf(feats + len, sizeof feats - len, ",%s",
 				                        feat_kind_name(f));
 		char ways[64] = "";
 		size_t wl = 0;

@@ -25,7 +25,8 @@ static const char *const usage[] = {
 	"              [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
 	"(default: the one with the most records that have features) whose configurations\n"
-	"have features of --feature (see 'tunekit extract-features'). With -, only the\n"
+	"have features of --feature (see 'tunekit extract-features'; by default the kind the\n"
+	"model reads, listed by 'tunekit help models'). With -, only the\n"
 	"records of the record stream on standard input (its id column). Labels are\n"
 	"throughputs normalised per task. Holds out whole tasks (--holdout, --holdout-task)\n"
 	"to stop early on and to measure the model; --holdout-network holds out a network's\n"
@@ -54,7 +55,7 @@ static struct {
 static const opt options[] = {
 	{ OPT_STRING, "model", 0, &o.model, "NAME", "cost model (default xgb; see 'tunekit help models')" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default), reg (squared error) or validity (classifier)" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp, graph or hidden" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar, knob, curve, tlp, graph or hidden (default: the model's, see 'tunekit help models')" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "train on the records of this hardware id" },
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
@@ -287,7 +288,6 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	memset(&f, 0, sizeof f);
 	o.model = "xgb";
 	o.objective = "rank";
-	o.feature = "itervar";
 	o.out = "tunekit.model";
 	o.aux_fraction = 1;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
@@ -314,6 +314,8 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "model %s cannot be a validity classifier (%s)",
 		               kind->name, names);
 	}
+	if (!o.feature)
+		o.feature = feat_kind_name(cm_feature(kind, 1));
 	if ((feat = feat_kind_parse(o.feature)) < 0)
 		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp, graph or"
 		               " hidden)",

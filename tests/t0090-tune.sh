@@ -263,12 +263,12 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 test_expect_success 'help models and help searches print the tables' '
 	tunekit help models >hm &&
 	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer adapts summary" &&
-	grep -q "^xgb  *knob,itervar,curve,tlp,hidden  *no  *yes  *xgb-warm " hm &&
-	grep -q "^rfei  *knob,itervar,curve  *yes  *no  *- " hm &&
-	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
-	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
+	grep -q "^xgb  *itervar,knob,curve,tlp,hidden  *no  *yes  *xgb-warm " hm &&
+	grep -q "^rfei  *itervar,knob,curve  *yes  *no  *- " hm &&
+	grep -q "^tlp  *tlp,knob,itervar,curve  *no  *no  *moses,finetune " hm &&
+	grep -q "^mtl-tlp  *tlp,knob,itervar,curve  *no  *no  *moses,finetune " hm &&
 	grep -q "^meta  *graph  *yes  *no  *- " hm &&
-	grep -q "^ml2  *knob,itervar,curve,tlp  *no  *no  *- " hm &&
+	grep -q "^ml2  *itervar,knob,curve,tlp  *no  *no  *- " hm &&
 	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 8 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&

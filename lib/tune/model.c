@@ -455,28 +455,41 @@ int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, tk_store *hs
 	tr_set H;
 	float *y = NULL;
 	char *sel = NULL;
-	int rc;
+	int rc = TK_OK, nh = 0;
 	memset(&H, 0, sizeof H);
 	*nrec = 0;
-	if ((rc = tr_set_from_history(hs, hw_key, C->feat, &H)))
-		goto done;
-	y = malloc(sizeof *y * (size_t)(H.n > 0 ? H.n : 1));
-	sel = malloc((size_t)(H.n > 0 ? H.n : 1));
-	if (!y || !sel) {
-		rc = tk_seterr(TK_ENOMEM, "out of memory");
-		goto done;
-	}
-	tr_labels(&H, y);
-	for (int i = 0; !rc && i < ntask; i++) {
-		int64_t used;
-		if (!(rc = base_train(C, tasks[i], &H, y, sel, &used)))
-			*nrec += used;
+	/* the history's rows of each feature kind the tasks read */
+	for (int f = 0; f < FEAT_NKIND && !rc; f++) {
+		int used = 0;
+		for (int i = 0; i < ntask; i++)
+			used |= tasks[i]->feat == f;
+		if (!used)
+			continue;
+		tr_set_free(&H);
+		free(y);
+		free(sel);
+		y = NULL;
+		sel = NULL;
+		if ((rc = tr_set_from_history(hs, hw_key, f, &H)))
+			break;
+		nh = H.n > nh ? H.n : nh;
+		y = malloc(sizeof *y * (size_t)(H.n > 0 ? H.n : 1));
+		sel = malloc((size_t)(H.n > 0 ? H.n : 1));
+		if (!y || !sel) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			break;
+		}
+		tr_labels(&H, y);
+		for (int i = 0; !rc && i < ntask; i++) {
+			int64_t n;
+			if (tasks[i]->feat == f && !(rc = base_train(C, tasks[i], &H, y, sel, &n)))
+				*nrec += n;
+		}
 	}
 	if (!rc && *nrec == 0)
 		rc = tk_seterr(TK_EINVAL, "%s: too little history for transfer: %d usable records on "
 		               "hardware %s, fewer than %d of any tuned task's operator, task or knob"
-		               " space", hs_name, H.n, hw_key, HISTORY_MIN);
-done:
+		               " space", hs_name, nh, hw_key, HISTORY_MIN);
 	free(y);
 	free(sel);
 	tr_set_free(&H);

@@ -26,7 +26,8 @@ const tn_optdesc tn_optdescs[] = {
 	{ "search", "search", TN_STR, F(search), 0, 0, "NAME",
 	  "search (default sa; see 'tunekit help searches')", TN_KEEP },
 	{ "feature", "feature", TN_STR, F(feature), 0, 0, "KIND",
-	  "features of the model: itervar (default), knob, curve, tlp, graph", TN_KEEP },
+	  "features of the model: itervar, knob, curve, tlp, graph (default: the model's;"
+	  " knob without a loop nest)", TN_KEEP },
 	{ "objective", "objective", TN_STR, F(objective), 0, 0, "OBJ",
 	  "rank (default, pairwise) or reg (squared error)", TN_KEEP },
 	{ "plan_size", "plan-size", TN_INT, F(plan_size), 1, 1e6, "N",

@@ -24,7 +24,6 @@ void tn_opts_default(tn_opts *o)
 	o->trials = 200;
 	snprintf(o->model, sizeof o->model, "xgb");
 	snprintf(o->search, sizeof o->search, "sa");
-	snprintf(o->feature, sizeof o->feature, "itervar");
 	snprintf(o->objective, sizeof o->objective, "rank");
 	o->plan_size = 64;
 	o->epsilon = 0.05;
@@ -105,13 +104,16 @@ static int pool_load(tn_ctx *C, tn_task *t)
 	return rc;
 }
 
-/* t's cost model: the job's, or for an operator the model file was not
- * trained on (C->ops) the other model, from scratch on itervar features
- * (knob for a task without a program). */
+/* t's cost model: the job's on the features asked for, or by default
+ * those the model reads on t (cm_feature: knob without a loop nest, as
+ * an imported task's or a simulated accelerator's); or for an operator the
+ * model file was not trained on (C->ops) the other model, from scratch on
+ * itervar features (knob for a task without a program). */
 static int task_model(const tn_ctx *C, tn_task *t)
 {
+	int nest = t->space->prog && !(C->target && (C->target->flags & TK_TARGET_SIMULATED));
 	t->mk = C->mk;
-	t->feat = C->feat;
+	t->feat = C->feat >= 0 ? C->feat : cm_feature(C->mk, nest);
 	t->fixed = C->fixed;
 	if (!C->other || tk_list_has(C->ops, t->key, strcspn(t->key, ":")))
 		return TK_OK;
@@ -169,6 +171,9 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 	}
 	if (t->feat != FEAT_KNOB && !t->space->prog && C->model_based) {
 		tuner_task_free(t);
+		if (C->feat < 0)
+			return tk_seterr(TK_EINVAL, "%s has no program: model %s reads %s features,"
+			                 " which need one", key, C->mk->name, feat_kind_name(t->feat));
 		return tk_seterr(TK_EINVAL, "%s has no program: only --feature knob applies to it", key);
 	}
 	tk_rng_seed(&t->rng, C->o->seed, tk_hash64(t->key, strlen(t->key), 0));
@@ -782,7 +787,8 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 {
 	char names[256];
 	int rc;
-	if ((C->feat = feat_kind_parse(o->feature)) < 0)
+	C->feat = -1; /* by default each task's model's (task_model) */
+	if (o->feature[0] && (C->feat = feat_kind_parse(o->feature)) < 0)
 		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph,"
 		                 " hidden)", o->feature);
 	if (C->feat == FEAT_HIDDEN)
@@ -801,7 +807,7 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		cm_names(names, sizeof names, 0, 1);
 		return tk_seterr(TK_EINVAL, "%s needs a model: --model %s", C->sk->name, names);
 	}
-	if (cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
+	if (C->feat >= 0 && cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
 		return tk_seterr(TK_EINVAL, "model %s does not take %s features", C->mk->name,
 		                 o->feature);
 	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
@@ -903,11 +909,11 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 		res->other += t->mk != J.C.mk;
 		if (!t->fixed)
 			continue;
-		if ((rc = feat_length(J.C.feat, t->space, &d)))
+		if ((rc = feat_length(t->feat, t->space, &d)))
 			goto done;
 		if (d != in->model_d) {
 			rc = tk_seterr(TK_EINVAL, "%s: %d %s features, the model file takes %d", t->key, d,
-			               o->feature, in->model_d);
+			               feat_kind_name(t->feat), in->model_d);
 			goto done;
 		}
 		if (start && (rc = cm_clone(J.C.fixed, &t->model)))

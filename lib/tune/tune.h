@@ -40,7 +40,8 @@ typedef struct tn_opts {
 	                             invocation, checked between batches; 0: none */
 	char model[16];           /* a name of cm_kinds[] */
 	char search[16];          /* a name of sr_kinds[] */
-	char feature[16];         /* "itervar", "knob", "curve" */
+	char feature[16];         /* a name of feat_kind_name(), or "": the one
+	                             the model reads on each task (cm_feature) */
 	char objective[16];       /* "rank" or "reg" */
 	int plan_size;            /* 64 */
 	double epsilon;           /* 0.05 */
@@ -107,7 +108,7 @@ typedef struct tn_opts {
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
 
-/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
+/* Defaults: xgb, sa, the model's features, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
  * confirm 8, cover 16, controller none (cv 0.1, share 0.5, 4 batches, top 8). */
 void tn_opts_default(tn_opts *o);
 

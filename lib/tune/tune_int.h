@@ -99,7 +99,8 @@ typedef struct tn_ctx {
 	const tn_opts *o;
 	const tk_target *target;
 	tk_store *data;       /* replay dataset, or NULL */
-	int feat;             /* FEAT_* of o->feature */
+	int feat;             /* FEAT_* of o->feature; -1 when none is given:
+	                         each task's model's (cm_feature) */
 	const cm_kind *mk;    /* the cost model's row (o->model) */
 	const sr_kind *sk;    /* the search's row (o->search) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
