@@ -225,7 +225,7 @@ static int ml2_heldout(tn_ctx *C, tn_task *t, const float *x, int d, const float
                        const float *y)
 {
 	int from = t->ml2_fit_nx, n = t->nx - from, rc;
-	if (!t->model || n <= 0 || strcmp(C->o->objective, "reg"))
+	if (!t->model || n <= 0 || C->o->objective != TN_REG)
 		return TK_OK;
 	float *pp = malloc(sizeof *pp * (size_t)n), *pa = malloc(sizeof *pa * (size_t)n);
 	if (!pp || !pa)
@@ -252,7 +252,7 @@ static int ml2_heldout(tn_ctx *C, tn_task *t, const float *x, int d, const float
 static void fit_params(tn_ctx *C, tn_task *t, cm_params *p)
 {
 	cm_params_default(p);
-	p->rank = strcmp(C->o->objective, "reg") != 0;
+	p->rank = C->o->objective != TN_REG;
 	p->seed = C->o->seed;
 	p->rounds = C->o->xgb_rounds > 0 ? C->o->xgb_rounds : 0;
 	p->early_stop = C->o->xgb_rounds > 0 ? 0 : EARLY_STOP;
@@ -322,7 +322,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 	if (t->mk->flags & CM_HIDDEN) {
 		/* ML2Tuner: the rows' hidden features for A (none when replayed,
 		 * nor in the ablation without A) */
-		int dh = strchr(C->o->ml2_stages, 'A') ? model_hidden_length(C, t) : 0;
+		int dh = C->o->ml2_stages != TN_ML2_V ? model_hidden_length(C, t) : 0;
 		if (dh > 0 && !(xh = malloc(sizeof *xh * (size_t)t->nx * (size_t)dh))) {
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto done;

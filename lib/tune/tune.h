@@ -42,7 +42,7 @@ typedef struct tn_opts {
 	char search[16];          /* a name of sr_kinds[] */
 	char feature[16];         /* a name of feat_kind_name(), or "": the one
 	                             the model reads on each task (cm_feature) */
-	char objective[16];       /* "rank" or "reg" */
+	int objective;            /* TN_RANK (pairwise) or TN_REG (squared error) */
 	int plan_size;            /* 64 */
 	double epsilon;           /* 0.05 */
 	int diversity;            /* 0: off; else candidates = diversity * plan_size */
@@ -66,16 +66,17 @@ typedef struct tn_opts {
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char model_file[512];     /* a trained model (tn_stores.model) that scores
 	                             candidates as it is, never refit; "" for none */
-	char other_model[16];     /* with a model_file that names the operators it
+	int other_model;          /* with a model_file that names the operators it
 	                             was trained on (a meta model): the model of
 	                             the tasks of other operators, on itervar
-	                             features (knob without a program); "auto":
-	                             xgb, or rfei for a search that needs a
-	                             deviation; "none": the file's model for all */
-	char adapt[16];           /* with model_file: "" (never refit), or the
-	                             transfer method (moses, finetune, xgb-warm) that
-	                             adapts a copy of it to each task's records at
-	                             every refit */
+	                             features (knob without a program): 1 + its
+	                             row of cm_kinds[] ("none": the file's model
+	                             for all), or 0 "auto": xgb, or rfei for a
+	                             search that needs a deviation */
+	int adapt;                /* with model_file: 0 (never refit), or 1 + the
+	                             row of tr_methods[] (moses, finetune,
+	                             xgb-warm) that adapts a copy of it to each
+	                             task's records at every refit */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */
@@ -91,8 +92,9 @@ typedef struct tn_opts {
 	char shard[32];           /* "I/K": tune only share I of K of the tasks
 	                             (tk_shard) with the same share of the
 	                             budget; "" for all of them */
-	char controller[16];      /* "none", or "moses": Moses' adaptive controller
-	                             of what is measured (run.c) */
+	int controller;           /* a row of the controller table (control.c):
+	                             0 "none", 1 "moses": Moses' adaptive
+	                             controller of what is measured */
 	double controller_cv;     /* stop measuring a task when the CV of the model's
 	                             mean predictions over its last batches is under
 	                             this (0.1) */
@@ -103,10 +105,13 @@ typedef struct tn_opts {
 	double alpha;             /* ML2Tuner (a model with CM_HIDDEN): (alpha + 1) x
 	                             batch candidates pass V and are compiled; A picks
 	                             the batch among them (1) */
-	char ml2_stages[8];       /* its stages besides P: "VA" (default), "V" or "A"
-	                             (the ablations) */
+	int ml2_stages;           /* its stages besides P: TN_ML2_VA (default),
+	                             TN_ML2_V or TN_ML2_A (the ablations) */
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
+
+enum { TN_RANK, TN_REG };                    /* tn_opts.objective */
+enum { TN_ML2_VA, TN_ML2_V, TN_ML2_A };      /* tn_opts.ml2_stages */
 
 /* Defaults: xgb, sa, the model's features, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
  * confirm 8, cover 16, controller none (cv 0.1, share 0.5, 4 batches, top 8). */
@@ -115,8 +120,10 @@ void tn_opts_default(tn_opts *o);
 /* The options described once (options.c): a row per field of tn_opts,
  * with its key in run.params, tune's command-line flag (NULL: set through
  * the common or measurement options), type, accepted range of numbers and
- * help line. */
-enum { TN_INT, TN_I64, TN_U64, TN_DBL, TN_STR };
+ * help line. An option of type TN_ENUM is an int field whose values 0, 1,
+ * ... have names (options.c): the text given and stored is the name,
+ * parsed once into the value. */
+enum { TN_INT, TN_I64, TN_U64, TN_DBL, TN_STR, TN_ENUM };
 enum { TN_KEEP = 1 };             /* a resumed run keeps its own value */
 typedef struct tn_optdesc {
 	const char *key, *flag;

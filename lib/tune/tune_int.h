@@ -10,6 +10,7 @@
 
 #include "features/feature.h"
 #include "model/cost.h"
+#include "record/record.h"
 #include "tune.h"
 
 /* ---- feature cache: configuration index -> feature vector -------------- */
@@ -79,9 +80,11 @@ typedef struct tn_task {
 	int ml2_nse;          /* held-out valid records scored at refits ... */
 	double ml2_se_p, ml2_se_a; /* ... and the squared errors of P and A on them */
 
-	/* the adaptive controller (run.c), with o->controller "moses" */
+	/* the controller's (control.c) */
 	int predicting;       /* measuring stopped: the model answers the trials */
 	int64_t measured, predicted; /* trials of each kind in this process */
+	int cscored;          /* moses: the model scored the batch being measured ... */
+	double cmu;           /* ... with this mean score */
 	double cmean[CTL_MAXQ]; /* the model's mean score of each measured batch (ring) */
 	int ncmean;
 	sp_config *ctop;      /* the best predicted configurations (o->controller_top) */
@@ -103,6 +106,7 @@ typedef struct tn_ctx {
 	                         each task's model's (cm_feature) */
 	const cm_kind *mk;    /* the cost model's row (o->model) */
 	const sr_kind *sk;    /* the search's row (o->search) */
+	const struct tn_ctl *ctl; /* the controller's row (o->controller) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
@@ -115,6 +119,55 @@ typedef struct tn_ctx {
 	int hidden;           /* a model with CM_HIDDEN whose tasks' hidden features
 	                         can be had (measured here, not replayed) */
 } tn_ctx;
+
+/* ---- a job (run.c) --------------------------------------------------------- */
+
+typedef struct tn_job {
+	tn_ctx C;
+	tn_task **tk;
+	int ntask;
+	rec_session s;
+	const tn_hooks *h;  /* may be NULL */
+	double sim_clock;   /* replay: simulated Unix time */
+	double start;
+	int64_t used, invalid;
+	int64_t confirmed;  /* measurements of the confirmation */
+	double clock0;      /* job_clock() when the budget started */
+	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
+	int64_t round;      /* trials per scheduling round: o->round, but at most
+	                       trials / tasks, so that a small budget still
+	                       reaches every task of a network */
+} tn_job;
+
+/* Store n results of task t (their ids into ids) and pass them to the
+ * record stream. */
+int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids);
+
+/* ---- controllers (control.c) ------------------------------------------------
+ *
+ * A row of tn_ctls[]: hooks a job calls per task; NULL hooks are not
+ * called. Each returns TK_OK or an error that ends the job. */
+enum {
+	TN_CTL_MODEL = 1 << 0,   /* needs a model and a search that plans on it */
+	TN_CTL_ANSWERS = 1 << 1, /* the model answers trials, which are not records:
+	                            its runs cannot be resumed, and the trials of
+	                            each kind go to the run log */
+};
+typedef struct tn_ctl {
+	const char *name, *summary;
+	unsigned flags;          /* TN_CTL_* */
+	/* before a measured batch c[0..n) of t */
+	int (*before)(tn_job *J, tn_task *t, const sp_config *c, int n);
+	/* after it was stored and learnt from */
+	int (*after)(tn_job *J, tn_task *t);
+	/* in place of measuring once t->predicting is set: a batch of up to
+	 * want trials the model answers (*got of them, counted in J->used) */
+	int (*answer)(tn_job *J, tn_task *t, int want, int *got);
+	/* after the budget */
+	int (*end)(tn_job *J, tn_task *t);
+} tn_ctl;
+extern const tn_ctl *const tn_ctls[]; /* "none" first */
+extern const int tn_nctls;
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
 
