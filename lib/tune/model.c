@@ -292,6 +292,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 	cm_params p;
 	if (t->nx == 0 || (t->fixed && !t->model))
 		return TK_OK; /* a trained model that is never refit */
+	fcache_free(&t->sc); /* scores of the model before */
 	if ((rc = feat_length(t->feat, t->space, &d)))
 		return rc;
 	x = malloc(sizeof *x * (size_t)t->nx * (size_t)d);
@@ -369,7 +370,8 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 	return rc;
 }
 
-int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
+/* The scores of n configurations into out[n] (model_predict, uncached). */
+static int predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 {
 	int d, rc;
 	if (t->mk->flags & CM_EI) {
@@ -404,6 +406,56 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		rc = cm_predict(m, x, n, d, margin, out);
 	free(x);
 	free(margin);
+	return rc;
+}
+
+/* The scores of the configurations scored under the current model are
+ * kept by index (t->sc, emptied when the model changes: model_fit); an
+ * annealing search comes back to the same points often. */
+int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
+{
+	int rc = TK_OK, nm = 0;
+	if (!t->sc.key && (rc = fcache_init(&t->sc, 1)))
+		return rc;
+	if (fcache_full(&t->sc, n) && (rc = fcache_init(&t->sc, 1)))
+		return rc;
+	int *miss = malloc(sizeof *miss * (size_t)(n > 0 ? n : 1));
+	sp_config *mc = malloc(sizeof *mc * (size_t)(n > 0 ? n : 1));
+	float *ms = malloc(sizeof *ms * (size_t)(n > 0 ? n : 1));
+	if (!miss || !mc || !ms) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t s = fslot(&t->sc, sp_index(t->space, &c[i]));
+		if (t->sc.key[s]) {
+			out[i] = t->sc.val[s];
+		} else {
+			miss[nm] = i;
+			mc[nm++] = c[i];
+		}
+	}
+	if (nm == 0 || (rc = predict(C, t, mc, nm, ms)))
+		goto done;
+	for (int j = 0; j < nm; j++) {
+		uint64_t idx = sp_index(t->space, &mc[j]);
+		int64_t s = fslot(&t->sc, idx);
+		out[miss[j]] = ms[j];
+		if (t->sc.key[s] || fcache_full(&t->sc, 1))
+			continue; /* a configuration twice in c, or no room */
+		if (2 * (t->sc.n + 1) > t->sc.cap) {
+			if ((rc = fcache_grow(&t->sc)))
+				goto done;
+			s = fslot(&t->sc, idx);
+		}
+		t->sc.key[s] = idx + 1;
+		t->sc.val[s] = ms[j];
+		t->sc.n++;
+	}
+done:
+	free(miss);
+	free(mc);
+	free(ms);
 	return rc;
 }
 

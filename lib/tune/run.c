@@ -865,9 +865,15 @@ static int job_known(tn_job *J, const job_args *A)
 		if ((rc = R.rc))
 			return rc;
 	}
-	for (int i = 0; i < J->ntask; i++)
+	/* the first plan on a base model or a model file is search time too */
+	for (int i = 0; i < J->ntask; i++) {
+		double t0 = tk_now(), think;
 		if ((rc = tuner_start(&J->C, J->tk[i])))
 			return rc;
+		think = tk_now() - t0;
+		J->tuner_s += think;
+		J->sim_clock += think;
+	}
 	return TK_OK;
 }
 

@@ -70,6 +70,7 @@ typedef struct tn_task {
 	int logged_fits;      /* fits whose epsilon is in the run log */
 
 	tn_fcache fc;
+	tn_fcache sc;         /* scores (d = 1) under the current model (model_predict) */
 
 	/* ML2Tuner's explorer (a model with CM_HIDDEN) */
 	tn_fcache hc;         /* hidden features by configuration index */
@@ -193,7 +194,9 @@ int model_fit(tn_ctx *C, tn_task *t);
 /* Scores for the search: the model's prediction (on top of the base
  * model's), or for a model with uncertainty the expected positive
  * improvement of its mean and deviation over the best measured (1 in the
- * normalised throughputs it learnt). Zeros before the first fit. */
+ * normalised throughputs it learnt). Zeros before the first fit. The
+ * predictions are kept by configuration (t->sc) until model_fit changes
+ * the model, and only those not kept are computed. */
 int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out);
 /* Mean and deviation of the normalised throughput (zeros before the first
  * fit); only for models with uncertainty. */

@@ -732,6 +732,7 @@ void tuner_task_free(tn_task *t)
 	if (t->search)
 		t->free_search(t->search);
 	fcache_free(&t->fc);
+	fcache_free(&t->sc);
 	fcache_free(&t->hc);
 	free(t);
 }
