@@ -10,17 +10,17 @@
  * measured until its cost model is certain, then the model answers the
  * rest. Before each measured batch the model scores the batch's
  * configurations, and the controller keeps the mean score of each batch;
- * once the last controller_batches means have a coefficient of variation
- * (their standard deviation over the absolute value of their mean) under
- * controller_cv, or the task has measured controller_share of its trials
- * (of the budget for one task, of an even share of it in a network), the
- * task stops measuring, though never before its model's first fit. Its
- * later trials are the model's alone: configurations the search plans on
- * the model (a new plan on the same model when one runs out), scored and
- * not measured, counted in the budget; after the budget the
- * controller_top of them the model scores best are measured. The counts
- * go to the run log per task (trials:measured:TASK with those final
- * measurements, trials:predicted:TASK).
+ * once the last ctl.batches means have a coefficient of variation (their
+ * standard deviation over the absolute value of their mean) under ctl.cv,
+ * or the task has measured ctl.share of its trials (of the budget for one
+ * task, of an even share of it in a network), the task stops measuring,
+ * though never before its model's first fit. Its later trials are the
+ * model's alone: configurations the search plans on the model (a new plan
+ * on the same model when one runs out), scored and not measured, counted
+ * in the budget; after the budget the ctl.top of them the model scores
+ * best are measured. The counts go to the run log per task
+ * (trials:measured:TASK with those final measurements,
+ * trials:predicted:TASK).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -44,10 +44,10 @@ static int score_mean(tn_ctx *C, tn_task *t, const sp_config *cfg, int n, float 
 	return rc;
 }
 
-/* Keep the controller_top best of n predicted configurations. */
+/* Keep the ctl.top best of n predicted configurations. */
 static int keep_top(const tn_ctx *C, tn_task *t, const sp_config *c, const float *s, int n)
 {
-	int k = C->o->controller_top;
+	int k = C->o->ctl.top;
 	if (k <= 0)
 		return TK_OK;
 	if (!t->ctop) {
@@ -92,13 +92,13 @@ static int moses_before(tn_job *J, tn_task *t, const sp_config *c, int n)
 static int moses_after(tn_job *J, tn_task *t)
 {
 	const tn_opts *o = J->C.o;
-	int q = o->controller_batches;
+	int q = o->ctl.batches;
 	if (t->cscored)
 		t->cmean[t->ncmean++ % CTL_MAXQ] = t->cmu;
 	if (!has_model(t))
 		return TK_OK;
 	double budget = J->ntask > 1 ? (double)o->trials / J->ntask : (double)o->trials;
-	if ((double)t->measured >= o->controller_share * budget) {
+	if ((double)t->measured >= o->ctl.share * budget) {
 		t->predicting = 1;
 		return TK_OK;
 	}
@@ -112,7 +112,7 @@ static int moses_after(tn_job *J, tn_task *t)
 		double d = t->cmean[(t->ncmean - i) % CTL_MAXQ] - m;
 		v += d * d;
 	}
-	if (fabs(m) > 1e-12 && sqrt(v / q) / fabs(m) < o->controller_cv)
+	if (fabs(m) > 1e-12 && sqrt(v / q) / fabs(m) < o->ctl.cv)
 		t->predicting = 1;
 	return TK_OK;
 }

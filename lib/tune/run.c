@@ -32,10 +32,10 @@ void tn_opts_default(tn_opts *o)
 	o->regtile = -1;
 	o->confirm = 8;
 	o->cover = 16;
-	o->controller_cv = 0.1;
-	o->controller_share = 0.5;
-	o->controller_batches = 4;
-	o->controller_top = 8;
+	o->ctl.cv = 0.1;
+	o->ctl.share = 0.5;
+	o->ctl.batches = 4;
+	o->ctl.top = 8;
 	o->bo_kappa = 2;
 	o->alpha = 1;
 	sr_sa_opts_default(&o->sa);
@@ -647,8 +647,8 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		return rc;
 	if ((C->mk->flags & CM_HIDDEN) && !C->model_based)
 		return tk_seterr(TK_EINVAL, "model %s needs a search that plans on it", C->mk->name);
-	assert(o->controller >= 0 && o->controller < tn_nctls);
-	C->ctl = tn_ctls[o->controller];
+	assert(o->ctl.kind >= 0 && o->ctl.kind < tn_nctls);
+	C->ctl = tn_ctls[o->ctl.kind];
 	if ((C->ctl->flags & TN_CTL_MODEL) && !C->model_based) {
 		cm_names(names, sizeof names, 0, 1);
 		return tk_seterr(TK_EINVAL, "controller %s needs a model (%s) and a search that plans"

@@ -34,6 +34,21 @@
 #include "search/search.h"
 #include "store/store.h"
 
+/* The controller of what a job measures and its options. */
+typedef struct tn_ctl_opts {
+	int kind;                 /* a row of the controller table (control.c):
+	                             0 "none", 1 "moses": Moses' adaptive
+	                             controller */
+	double cv;                /* moses: stop measuring a task when the CV of
+	                             the model's mean predictions over its last
+	                             batches is under this (0.1) */
+	double share;             /* measure at most this share of a task's
+	                             trials (0.5) */
+	int batches;              /* the CV is over this many measured batches (4) */
+	int top;                  /* measure the best this many predicted
+	                             configurations of each task at the end (8) */
+} tn_ctl_opts;
+
 typedef struct tn_opts {
 	int64_t trials;           /* total budget of measurements */
 	double time_budget;       /* seconds (simulated when replayed) for this
@@ -92,16 +107,7 @@ typedef struct tn_opts {
 	char shard[32];           /* "I/K": tune only share I of K of the tasks
 	                             (tk_shard) with the same share of the
 	                             budget; "" for all of them */
-	int controller;           /* a row of the controller table (control.c):
-	                             0 "none", 1 "moses": Moses' adaptive
-	                             controller of what is measured */
-	double controller_cv;     /* stop measuring a task when the CV of the model's
-	                             mean predictions over its last batches is under
-	                             this (0.1) */
-	double controller_share;  /* measure at most this share of a task's trials (0.5) */
-	int controller_batches;   /* the CV is over this many measured batches (4) */
-	int controller_top;       /* measure the best this many predicted configurations
-	                             of each task at the end (8) */
+	tn_ctl_opts ctl;          /* the controller of what is measured */
 	double alpha;             /* ML2Tuner (a model with CM_HIDDEN): (alpha + 1) x
 	                             batch candidates pass V and are compiled; A picks
 	                             the batch among them (1) */

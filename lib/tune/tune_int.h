@@ -24,7 +24,7 @@ typedef struct tn_fcache {
 
 /* ---- one task ------------------------------------------------------------- */
 
-#define CTL_MAXQ 1000     /* the controller's batches at most (controller_batches) */
+#define CTL_MAXQ 1000     /* the controller's batches at most (ctl.batches) */
 
 typedef struct tn_task {
 	char *key;
@@ -88,7 +88,7 @@ typedef struct tn_task {
 	double cmu;           /* ... with this mean score */
 	double cmean[CTL_MAXQ]; /* the model's mean score of each measured batch (ring) */
 	int ncmean;
-	sp_config *ctop;      /* the best predicted configurations (o->controller_top) */
+	sp_config *ctop;      /* the best predicted configurations (o->ctl.top) */
 	float *ctop_s;        /* their scores */
 	int nctop;
 
@@ -107,7 +107,7 @@ typedef struct tn_ctx {
 	                         each task's model's (cm_feature) */
 	const cm_kind *mk;    /* the cost model's row (o->model) */
 	const sr_kind *sk;    /* the search's row (o->search) */
-	const struct tn_ctl *ctl; /* the controller's row (o->controller) */
+	const struct tn_ctl *ctl; /* the controller's row (o->ctl.kind) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
