@@ -260,7 +260,7 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 	sqlite3 rt.db "SELECT params FROM run" | grep -c "^regtile=" >n && test "$(cat n)" -eq 3
 '
 
-test_expect_success 'help models and help searches print the tables' '
+test_expect_success 'help models, searches and controllers print the tables' '
 	tunekit help models >hm &&
 	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer adapts summary" &&
 	grep -q "^xgb  *itervar,knob,curve,tlp,hidden  *no  *yes  *xgb-warm " hm &&
@@ -274,6 +274,9 @@ test_expect_success 'help models and help searches print the tables' '
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
 	grep -q "^bo  *model+uncertainty " hs &&
 	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 6 &&
+	tunekit help controllers >hc &&
+	grep -q "^none  *-  *every trial is measured$" hc && grep -q "^moses  *model  *Moses" hc &&
+	test $(wc -l <hc) -eq 3 &&
 	tunekit tune --help >h && grep -q "tunekit help models" h && grep -q "tunekit help searches" h
 '
 

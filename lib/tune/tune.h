@@ -34,6 +34,37 @@
 #include "search/search.h"
 #include "store/store.h"
 
+/* ---- controllers (control.c) -------------------------------------------
+ *
+ * The controllers of what a job measures (--controller): a row of
+ * tn_ctls[] each, a name, a summary, flags and hooks a job calls per task
+ * (on lib/tune's own job and task, tune_int.h); NULL hooks are not
+ * called. Each returns TK_OK or an error that ends the job.
+ * `tunekit help controllers` prints the table. */
+struct tn_job;
+struct tn_task;
+enum {
+	TN_CTL_MODEL = 1 << 0,   /* needs a model and a search that plans on it */
+	TN_CTL_ANSWERS = 1 << 1, /* the model answers trials, which are not records:
+	                            its runs cannot be resumed, and the trials of
+	                            each kind go to the run log */
+};
+typedef struct tn_ctl {
+	const char *name, *summary;
+	unsigned flags;          /* TN_CTL_* */
+	/* before a measured batch c[0..n) of t */
+	int (*before)(struct tn_job *J, struct tn_task *t, const sp_config *c, int n);
+	/* after it was stored and learnt from */
+	int (*after)(struct tn_job *J, struct tn_task *t);
+	/* in place of measuring once t->predicting is set: a batch of up to
+	 * want trials the model answers (*got of them, counted in J->used) */
+	int (*answer)(struct tn_job *J, struct tn_task *t, int want, int *got);
+	/* after the budget */
+	int (*end)(struct tn_job *J, struct tn_task *t);
+} tn_ctl;
+extern const tn_ctl *const tn_ctls[]; /* "none" first */
+extern const int tn_nctls;
+
 /* The controller of what a job measures and its options. */
 typedef struct tn_ctl_opts {
 	int kind;                 /* a row of the controller table (control.c):

@@ -107,7 +107,7 @@ typedef struct tn_ctx {
 	                         each task's model's (cm_feature) */
 	const cm_kind *mk;    /* the cost model's row (o->model) */
 	const sr_kind *sk;    /* the search's row (o->search) */
-	const struct tn_ctl *ctl; /* the controller's row (o->ctl.kind) */
+	const tn_ctl *ctl;    /* the controller's row (o->ctl.kind) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
@@ -143,32 +143,6 @@ typedef struct tn_job {
 /* Store n results of task t (their ids into ids) and pass them to the
  * record stream. */
 int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids);
-
-/* ---- controllers (control.c) ------------------------------------------------
- *
- * A row of tn_ctls[]: hooks a job calls per task; NULL hooks are not
- * called. Each returns TK_OK or an error that ends the job. */
-enum {
-	TN_CTL_MODEL = 1 << 0,   /* needs a model and a search that plans on it */
-	TN_CTL_ANSWERS = 1 << 1, /* the model answers trials, which are not records:
-	                            its runs cannot be resumed, and the trials of
-	                            each kind go to the run log */
-};
-typedef struct tn_ctl {
-	const char *name, *summary;
-	unsigned flags;          /* TN_CTL_* */
-	/* before a measured batch c[0..n) of t */
-	int (*before)(tn_job *J, tn_task *t, const sp_config *c, int n);
-	/* after it was stored and learnt from */
-	int (*after)(tn_job *J, tn_task *t);
-	/* in place of measuring once t->predicting is set: a batch of up to
-	 * want trials the model answers (*got of them, counted in J->used) */
-	int (*answer)(tn_job *J, tn_task *t, int want, int *got);
-	/* after the budget */
-	int (*end)(tn_job *J, tn_task *t);
-} tn_ctl;
-extern const tn_ctl *const tn_ctls[]; /* "none" first */
-extern const int tn_nctls;
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
 
