@@ -261,6 +261,20 @@ if test -r "$KT/convolution_A100.json.gz"; then
 		grep -q "too little history for transfer: .* operator, task or knob space" err
 	'
 
+	# Before, without --feature: "only --feature knob applies to it", and
+	# train looked for itervar features.
+	test_expect_success 'without --feature an imported task takes knob features' '
+		tunekit train -q --db kt.db --model xgb --hardware 1 --out kd.model >/dev/null &&
+		grep -a -q "^feature knob$" kd.model &&
+		tunekit tune -q --db ktdef.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --trials 16 \
+			--transfer-from kt.db --transfer-hardware 1 >recs &&
+		test_rows recs 16 &&
+		test_expect_code 2 tunekit tune --db ktdef.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --trials 16 --feature itervar 2>err &&
+		grep -q "has no program: only --feature knob applies to it" err
+	'
+
 	test_expect_success 'the adaptive controller measures a share and lets the model answer the rest' '
 		tunekit tune --db ctl.db --replay kt.db --replay-hardware 2 \
 			--task kt:convolution_kernel:4096x4096 --feature knob --trials 200 \

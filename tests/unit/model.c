@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "features/feature.h"
 #include "model/cost.h"
 #include "model/metrics.h"
 #include "model/modelfile.h"
@@ -885,6 +886,21 @@ TEST(store_training_rows_one_per_config)
 
 /* Names resolve; an unknown one is refused with the names in the message;
  * the capability flags say what the tuner and the searches rely on. */
+/* The feature kind a model reads without --feature: its own on a task with
+ * a loop nest, knob on one without if it takes knob. */
+TEST(cost_default_features)
+{
+	CHECK_EQ_INT(cm_feature(cm_find("xgb"), 1), FEAT_ITERVAR);
+	CHECK_EQ_INT(cm_feature(cm_find("xgb"), 0), FEAT_KNOB);
+	CHECK_EQ_INT(cm_feature(cm_find("rfei"), 1), FEAT_ITERVAR);
+	CHECK_EQ_INT(cm_feature(cm_find("tlp"), 1), FEAT_TLP);
+	CHECK_EQ_INT(cm_feature(cm_find("mtl-tlp"), 1), FEAT_TLP);
+	CHECK_EQ_INT(cm_feature(cm_find("mtl-tlp"), 0), FEAT_KNOB);
+	CHECK_EQ_INT(cm_feature(cm_find("ml2"), 1), FEAT_ITERVAR);
+	CHECK_EQ_INT(cm_feature(cm_find("meta"), 1), FEAT_GRAPH);
+	CHECK_EQ_INT(cm_feature(cm_find("meta"), 0), FEAT_GRAPH); /* no knob: does not apply */
+}
+
 TEST(cost_table_names_and_flags)
 {
 	const cm_kind *k = NULL;
@@ -912,7 +928,8 @@ TEST(cost_table_names_and_flags)
 		CHECK(k->name && k->summary && cm_find(k->name) == k);
 		/* a model has every operation but update; "none" none */
 		if (cm_is_model(k))
-			CHECK(k->predict && k->save && k->load && k->free && k->features);
+			CHECK(k->predict && k->save && k->load && k->free && k->features &&
+			      (k->features & 1u << k->feature)); /* it takes what it reads by default */
 		else
 			CHECK(!k->predict && !k->save && !k->load);
 		CHECK(!(k->flags & CM_UNCERTAINTY) == !k->predict_dist);
@@ -1326,7 +1343,7 @@ TEST(cost_ml2_stages)
 	cm_free(m2);
 }
 
-UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
+UNIT_MAIN(cost_table_names_and_flags, cost_default_features, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
