@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "features/feature.h"
 #include "record/record.h"
+#include "store/store_report.h"
 #include "train/extract.h"
 
 static const char *const usage[] = {
@@ -264,6 +265,9 @@ int cmd_extract_features(int argc, char **argv, tk_ctx *ctx)
 	tk_store *st;
 	if ((rc = tk_ctx_store(ctx, &st)))
 		return rc;
+	int64_t hw_id;
+	if (o.hardware > 0 && (rc = store_hardware_find(st, o.hardware, NULL, &hw_id, NULL, NULL)))
+		return tk_fail(ctx, rc, "--hardware: %s", tk_errmsg());
 	tk_target tg;
 	ms_opts mo;
 	if ((rc = tk_target_parse(ctx->common.target, &tg)))

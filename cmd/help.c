@@ -1,7 +1,7 @@
 /*
  * help: help on commands, the operators tasks are made of, the targets,
- * the built-in networks, and the cost models and searches (printed from
- * their tables).
+ * the built-in networks, and the cost models, searches and controllers
+ * (printed from their tables).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +15,20 @@
 #include "task/network.h"
 #include "task/te.h"
 #include "train/train.h"
+#include "tune/tune.h"
 
 void main_list_commands(FILE *f);
 const tk_cmd *main_find_cmd(const char *name);
 
 static const char *const usage[] = {
-	"tunekit help [COMMAND | tasks | targets [SPEC...] | networks | models | searches]",
+	"tunekit help [COMMAND | tasks | targets [SPEC...] | networks | models | searches |\n"
+	"             controllers]",
 	"Without an argument lists the commands. 'help COMMAND' is 'tunekit COMMAND --help';\n"
 	"'help tasks' lists the operators and their parameters, 'help targets' the target\n"
 	"specs ('help targets SPEC...': the hardware key each spec has on this machine, a\n"
 	"line each), 'help networks' the built-in networks, 'help models' the cost models\n"
-	"(--model of tune and train) and 'help searches' the searches (--search of tune).",
+	"(--model of tune and train), 'help searches' the searches (--search of tune) and\n"
+	"'help controllers' the controllers of what tune measures (--controller).",
 };
 
 static const opt options[] = { OPT_END_ };
@@ -102,7 +105,8 @@ static void help_networks(void)
 	}
 }
 
-/* The model table: name, feature kinds, uncertainty, transfer (a base
+/* The model table: name, feature kinds (the one it reads by default
+ * first), uncertainty, transfer (a base
  * model), the ways tunekit transfer adapts it, summary. */
 static void help_models(void)
 {
@@ -112,9 +116,11 @@ static void help_models(void)
 		const cm_kind *k = cm_kinds[i];
 		char feats[64] = "";
 		size_t len = 0;
+		if (k->features) /* the kind it reads by default first */
+			len = (size_t)snprintf(feats, sizeof feats, "%s", feat_kind_name(k->feature));
 		for (int f = 0; f < FEAT_NKIND; f++)
-			if (k->features & 1u << f)
-				len += (size_t)snprintf(feats + len, sizeof feats - len, "%s%s", len ? "," : "",
+			if (f != k->feature && (k->features & 1u << f))
+				len += (size_t)snprintf(feats + len, sizeof feats - len, ",%s",
 				                        feat_kind_name(f));
 		char ways[64] = "";
 		size_t wl = 0;
@@ -155,6 +161,16 @@ static int target_keys(tk_ctx *ctx, int n, char **spec)
 	return EXIT_OK;
 }
 
+/* The controller table: name, what it needs of the model, summary. */
+static void help_controllers(void)
+{
+	printf("%-10s %-6s %s\n", "controller", "needs", "summary");
+	for (int i = 0; i < tn_nctls; i++) {
+		const tn_ctl *k = tn_ctls[i];
+		printf("%-10s %-6s %s\n", k->name, k->flags & TN_CTL_MODEL ? "model" : "-", k->summary);
+	}
+}
+
 int cmd_help(int argc, char **argv, tk_ctx *ctx)
 {
 	int rc;
@@ -168,7 +184,8 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx)
 		printf("usage: tunekit COMMAND [OPTIONS] [ARGS]\n\nCommands:\n");
 		main_list_commands(stdout);
 		printf("\nSee also 'tunekit help tasks', 'tunekit help targets', 'tunekit help networks',\n"
-		       "'tunekit help models', 'tunekit help searches' and the manual page tunekit(1).\n");
+		       "'tunekit help models', 'tunekit help searches', 'tunekit help controllers'\n"
+		       "and the manual page tunekit(1).\n");
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[0], "tasks"))
@@ -181,6 +198,8 @@ int cmd_help(int argc, char **argv, tk_ctx *ctx)
 		help_models();
 	else if (!strcmp(argv[0], "searches"))
 		help_searches();
+	else if (!strcmp(argv[0], "controllers"))
+		help_controllers();
 	else if (!main_find_cmd(argv[0]))
 		return tk_fail(ctx, TK_EINVAL, "no help on '%s' (see 'tunekit help')", argv[0]);
 	else {

@@ -73,9 +73,10 @@ void main_list_commands(FILE *f)
 static void on_signal(int sig)
 {
 	if (tk_interrupted) {
-		/* second signal: give up at once */
-		signal(sig, SIG_DFL);
-		raise(sig);
+		/* second signal: give up at once, with the status the manual gives
+		 * for an interruption (what was committed is kept, as after the
+		 * first) */
+		_exit(EXIT_INTR);
 	}
 	tk_interrupted = 1;
 }

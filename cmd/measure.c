@@ -10,6 +10,7 @@
 #include "import/onnx.h"
 #include "measure/measure.h"
 #include "record/record.h"
+#include "search/search.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
 
@@ -49,12 +50,15 @@ static const opt options[] = {
 	OPT_END_
 };
 
+#define MEASURE_MAXSAMPLE 10000000 /* --sample: 1 GB of configurations */
+
 /* One task and the configurations to measure on it. */
 typedef struct job {
 	char *task;
 	ms_task *t;
 	int n, cap;
 	sp_config *cfg;
+	sr_set seen;     /* the indices of cfg[0..n) */
 } job;
 
 typedef struct work {
@@ -73,6 +77,7 @@ static job *job_for(work *w, const char *task)
 	w->job = j;
 	j = &w->job[w->n++];
 	memset(j, 0, sizeof *j);
+	sr_set_init(&j->seen);
 	j->task = strdup(task);
 	return j->task ? j : NULL;
 }
@@ -80,16 +85,18 @@ static job *job_for(work *w, const char *task)
 static int add_cfg(job *j, const sp_config *c)
 {
 	uint64_t idx = sp_index(j->t->space, c);
-	for (int i = 0; i < j->n; i++)
-		if (sp_index(j->t->space, &j->cfg[i]) == idx)
-			return 0; /* measured once per call */
+	if (sr_set_has(&j->seen, idx))
+		return 0; /* measured once per call */
 	if (j->n == j->cap) {
-		j->cap = j->cap ? 2 * j->cap : 16;
-		sp_config *n = realloc(j->cfg, sizeof *n * (size_t)j->cap);
+		int cap = j->cap ? 2 * j->cap : 16;
+		sp_config *n = realloc(j->cfg, sizeof *n * (size_t)cap);
 		if (!n)
 			return -1;
 		j->cfg = n;
+		j->cap = cap;
 	}
+	if (sr_set_add(&j->seen, idx))
+		return -1;
 	j->cfg[j->n++] = *c;
 	return 0;
 }
@@ -390,6 +397,7 @@ static void job_free(job *j)
 {
 	free(j->task);
 	free(j->cfg);
+	sr_set_free(&j->seen);
 	ms_task_free(j->t);
 }
 
@@ -435,6 +443,9 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "unexpected argument '%s'", argv[0]);
 	if (o.sample < 0 || o.batch < 1)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
+	if (o.sample > MEASURE_MAXSAMPLE)
+		return tk_fail(ctx, TK_EINVAL, "--sample %lld: at most %d configurations per task",
+		               (long long)o.sample, MEASURE_MAXSAMPLE);
 	if ((rc = tk_target_parse(ctx->common.target, &tg)))
 		return tk_fail(ctx, rc, NULL);
 	tk_shard sh;
@@ -474,12 +485,30 @@ int cmd_measure(int argc, char **argv, tk_ctx *ctx)
 				rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
 		}
 		tk_rng_seed(&rng, (uint64_t)ctx->common.seed, tk_hash64(j->task, strlen(j->task), 0));
-		int want = j->n + (int)(o.sample < (int64_t)j->t->space->size ? o.sample
-		                                                               : (int64_t)j->t->space->size);
-		for (int tries = 0; !rc && j->n < want && tries < 100 * want; tries++) {
+		uint64_t size = j->t->space->size;
+		if (o.sample > 0 && (uint64_t)o.sample >= size) {
+			/* the whole space, in index order */
+			if (!ctx->common.quiet)
+				fprintf(stderr, "%s: %s: --sample %lld is not less than the %llu "
+				        "configurations of the space: measuring all of them\n", ctx->prog,
+				        j->task, (long long)o.sample, (unsigned long long)size);
+			for (uint64_t k = 0; !rc && k < size; k++) {
+				sp_from_index(j->t->space, k, &c);
+				if (add_cfg(j, &c))
+					rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+				else if (tk_interrupted)
+					rc = tk_fail(ctx, TK_EINTR, "interrupted while listing configurations; "
+					             "nothing measured");
+			}
+		}
+		int64_t want = j->n + (o.sample < (int64_t)size ? o.sample : 0);
+		for (int64_t tries = 0; !rc && j->n < want && tries < 100 * want; tries++) {
 			sp_sample(j->t->space, &rng, &c);
 			if (add_cfg(j, &c))
 				rc = tk_fail(ctx, TK_ENOMEM, "out of memory");
+			else if (tk_interrupted)
+				rc = tk_fail(ctx, TK_EINTR, "interrupted while drawing configurations; "
+				             "nothing measured");
 		}
 		if (!rc && j->n == 0)
 			rc = tk_fail(ctx, TK_EINVAL, "%s: no configurations (give --sample, --naive or --config)",

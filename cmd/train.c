@@ -26,8 +26,10 @@ static const char *const usage[] = {
 	"              [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
 	"(default: the one with the most records that have features) whose configurations\n"
-	"have features of --feature (see 'tunekit extract-features'). With -, only the\n"
-	"records of the record stream on standard input (its id column). Labels are\n"
+	"have features of --feature (see 'tunekit extract-features'; by default the kind the\n"
+	"model reads, listed by 'tunekit help models', or knob for a store of imported\n"
+	"tasks' records only). With -, only the records of the record stream on\n"
+	"standard input (its id column). Labels are\n"
 	"throughputs normalised per task. Holds out whole tasks (--holdout, --holdout-task)\n"
 	"to stop early on and to measure the model; --holdout-network holds out a network's\n"
 	"tasks and weights them by their occurrences. With validation tasks (--valid-task,\n"
@@ -55,7 +57,7 @@ static struct {
 static const opt options[] = {
 	{ OPT_STRING, "model", 0, &o.model, "NAME", "cost model (default xgb; see 'tunekit help models')" },
 	{ OPT_STRING, "objective", 0, &o.objective, "OBJ", "rank (pairwise ranking, default), reg (squared error) or validity (classifier)" },
-	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar (default), knob, curve, tlp, graph or hidden" },
+	{ OPT_STRING, "feature", 0, &o.feature, "KIND", "itervar, knob, curve, tlp, graph or hidden (default: the model's, see 'tunekit help models')" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "train on the records of this hardware id" },
 	{ OPT_DOUBLE, "holdout", 0, &o.holdout, "F", "hold out this fraction of the tasks (0 to 1)" },
 	{ OPT_LIST, "holdout-task", 0, &o.holdout_task, "TASK", "hold out this task (repeatable)" },
@@ -269,6 +271,8 @@ static void free_networks(net_list *nets)
 	free(nets->v);
 }
 
+#define TRAIN_ROUNDS_UNSET INT64_MIN /* --rounds not given */
+
 int cmd_train(int argc, char **argv, tk_ctx *ctx)
 {
 	tr_set ts;
@@ -278,7 +282,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	const cm_kind *kind;
 	char *hold = NULL;
 	int64_t *ids = NULL, model_id = 0;
-	int nid = 0, rc, feat, from_stdin = 0, status = EXIT_OK, nhold = 0, by_rows = 0;
+	int nid = 0, rc, feat = FEAT_ITERVAR, from_stdin = 0, status = EXIT_OK, nhold = 0, by_rows = 0;
 	int64_t *aux = NULL;
 	int naux = 0, nkept = 0;
 	net_list nets = { 0 }, vnets = { 0 };
@@ -288,8 +292,8 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	memset(&f, 0, sizeof f);
 	o.model = "xgb";
 	o.objective = "rank";
-	o.feature = "itervar";
 	o.out = "tunekit.model";
+	o.rounds = TRAIN_ROUNDS_UNSET;
 	o.aux_fraction = 1;
 	if ((rc = opt_parse(ctx, &argc, argv, options, usage)))
 		return rc < 0 ? EXIT_OK : rc;
@@ -315,11 +319,11 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "model %s cannot be a validity classifier (%s)",
 		               kind->name, names);
 	}
-	if ((feat = feat_kind_parse(o.feature)) < 0)
+	if (o.feature && (feat = feat_kind_parse(o.feature)) < 0)
 		return tk_fail(ctx, TK_EINVAL, "unknown feature kind '%s' (itervar, knob, curve, tlp, graph or"
 		               " hidden)",
 		               o.feature);
-	if (!(kind->features & 1u << feat))
+	if (o.feature && !(kind->features & 1u << feat))
 		return tk_fail(ctx, TK_EINVAL, "model %s does not take %s features", kind->name,
 		               o.feature);
 	if (o.tree_method && strcmp(o.tree_method, "auto") && strcmp(o.tree_method, "exact") &&
@@ -355,6 +359,11 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	if ((status = load_networks(ctx, &o.holdout_network, &nets)) ||
 	    (status = load_networks(ctx, &o.valid_network, &vnets)))
 		goto out;
+	if (o.rounds == 0)
+		return tk_fail(ctx, TK_EINVAL, "--rounds needs at least 1 (leave it out for the "
+		               "default)");
+	if (o.rounds == TRAIN_ROUNDS_UNSET)
+		o.rounds = 0; /* the fit's default */
 	if (o.rounds < 0 || o.rounds > 1000000 || o.hardware < 0)
 		return tk_fail(ctx, TK_EINVAL, "option out of range (see '%s --help')", ctx->prog);
 	if (!*o.out)
@@ -364,6 +373,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		goto out;
 	if ((status = tk_ctx_store(ctx, &st)))
 		goto out;
+	if (!o.feature && (rc = tr_default_feature(st, kind, &feat))) {
+		status = tk_fail(ctx, rc, NULL);
+		goto out;
+	}
 	tr_load_opts lo = { feat, o.hardware, from_stdin ? ids : NULL, nid, aux, naux };
 	if ((rc = tr_load(st, &lo, &ts, &src))) {
 		status = tk_fail(ctx, rc, NULL);

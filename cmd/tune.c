@@ -303,11 +303,6 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 			        ctx->prog, (long long)o.until, tg.spec, ctx->common.db);
 		status = -1; /* done */
 	}
-	/* an accelerator's space has no loop nest: its features default to knob */
-	const tn_optdesc *fd = tn_optdesc_find("feature");
-	if (!status && !o.resume && !t.replay[0] && (tg.flags & TK_TARGET_SIMULATED) && fd &&
-	    !o.given[fd - tn_optdescs])
-		snprintf(t.feature, sizeof t.feature, "knob");
 	/* the dataset of a replay and the history of transfer learning */
 	if (!status && t.model_file[0])
 		status = read_model(ctx, &t, &in);

@@ -77,6 +77,10 @@ test_expect_success 'malformed tasks and configurations exit 2 and record nothin
 	test_expect_code 2 tunekit measure --task $DENSE --config "tile_i=3x3x3" 2>err &&
 	test_expect_code 2 tunekit measure --task $DENSE --config "nonsense" 2>err && grep -q "knob=value" err &&
 	printf "%s\tbogus=1\n" $DENSE | test_expect_code 2 tunekit measure --config - 2>err &&
+	tunekit report best >best &&
+	head -n 2 best | awk -F"\t" -v OFS="\t" "NR == 1 { print } NR == 2 { NF = NF - 1; print }" >short &&
+	test_expect_code 2 tunekit measure --config - <short 2>err &&
+	grep -q "^tunekit measure: stdin:2: [0-9]* columns, fewer than the header.s [0-9]*$" err &&
 	test_expect_code 2 tunekit measure --task $DENSE 2>err && grep -q "no configurations" err &&
 	test $(wc -l <err) -eq 1 &&
 	test "$(sql "SELECT COUNT(*) FROM measurement")" -eq "$before"
@@ -179,6 +183,39 @@ test_expect_success '--clock cpu counts CPU time, not time spent waiting' '
 		"BEGIN { exit !(w >= 0.02 && c < 0.005) }" &&
 	test_expect_code 2 tunekit measure -q --clock sundial --task dense:m=8,n=8,k=4 --naive 2>err &&
 	grep -q "unknown clock" err
+'
+
+# Drawing was quadratic (a million samples took hours) and deaf to SIGTERM
+# until it ended; a second SIGTERM exited 143. The shard keeps one of the
+# configurations, so what follows the drawing is one measurement.
+BIG=conv2d:c=64,h=56,w=56,k=64,pad=1
+test_expect_success '--sample draws a million distinct configurations in seconds' '
+	timeout -s KILL 120 "$TUNEKIT_BIN" measure -q --db big.db --task $BIG \
+		--sample 1000000 --shard 1/1000000 --emit-sched >one &&
+	test "$(grep -c "^# tile" one)" -eq 1
+'
+
+test_expect_success 'SIGTERM while drawing: exit 130 at once' '
+	timeout -s KILL 60 "$TUNEKIT_BIN" measure -q --db big.db --task $BIG \
+		--sample 2000000 --shard 1/1000000 --repeat 1 >/dev/null 2>err &
+	pid=$! && sleep 0.3 && kill -TERM $pid; wait $pid; rc=$?;
+	test $rc -eq 130 && grep -q "interrupted" err
+'
+
+test_expect_success 'a second SIGTERM exits 130 too' '
+	fault="TK_FAULT=sleep TK_FAULT_MATCH=order=" &&
+	env $fault "$TUNEKIT_BIN" measure -q --db term.db --target cpu:cc=faultcc \
+		--task dense:m=8,n=8,k=4 --sample 50 --number 20 --repeat 5 >/dev/null 2>err &
+	pid=$! && sleep 2 && kill -TERM $pid && sleep 0.2 && kill -TERM $pid; wait $pid; rc=$?;
+	test $rc -eq 130
+'
+
+test_expect_success '--sample beyond the space: says so and measures the whole space' '
+	tunekit measure --task dense:m=2,n=2,k=2 --sample 100000 --emit-sched >all 2>err &&
+	grep -q "is not less than the 3456 configurations of the space: measuring all of them" err &&
+	test "$(grep -c "^# tile" all)" -eq 3456 &&
+	test_expect_code 2 tunekit measure --task dense:m=2,n=2,k=2 --sample 10000001 2>err &&
+	grep -q "at most 10000000" err
 '
 
 test_done

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Kernels that crash, hang, compute a wrong answer, fail to compile, ask for
-# too much memory or try to start processes become invalid records with the
-# right error code, and the run goes on.
+# too much memory (private, shared or grown by mremap), try to start
+# processes or write files, also from the library's constructor, become
+# invalid records with the right error code, and the run goes on.
 . "$(dirname "$0")/lib.sh"
 
 TASK='dense:m=16,n=16,k=8'
@@ -59,6 +60,67 @@ test_expect_success 'a kernel that forks is a forbidden syscall, and no child of
 	test "$(tsv_col out error 2)" = "forbidden syscall" &&
 	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
 	sql "SELECT message FROM measurement WHERE error = 10" | grep -q "clone (a new process)"
+'
+
+test_expect_success 'a kernel that maps shared memory is a memory limit' '
+	measure_with_fault shmgrow >out &&
+	test "$(tsv_col out error 2)" = "memory limit" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 9" | grep -q "shared memory"
+'
+
+test_expect_success 'a kernel that grows a mapping by mremap is a memory limit' '
+	measure_with_fault mremapgrow >out &&
+	test "$(tsv_col out error 2)" = "memory limit" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3
+'
+
+# A constructor runs when the kernel's library is loaded: the child is
+# confined by then. The forked child of ctorfork would write its pid.
+test_expect_success 'a kernel whose constructor forks is a forbidden syscall, and no child of it runs' '
+	TK_FAULT_FILE=$TRASH/ctorfork.pid && export TK_FAULT_FILE &&
+	measure_with_fault ctorfork >out &&
+	sleep 1 &&
+	{ test ! -e ctorfork.pid || { kill "$(cat ctorfork.pid)"; false; }; } &&
+	test "$(tsv_col out error 2)" = "forbidden syscall" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 10" | grep -q "clone (a new process)"
+'
+
+test_expect_success 'a kernel whose constructor execs is a forbidden syscall' '
+	measure_with_fault ctorexec >out &&
+	test "$(tsv_col out error 2)" = "forbidden syscall" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 10" | grep -q "execve"
+'
+
+test_expect_success 'a kernel whose constructor writes a file is a forbidden syscall, and writes nothing' '
+	TK_FAULT_FILE=$TRASH/ctorwrite.out && export TK_FAULT_FILE &&
+	measure_with_fault ctorwrite >out &&
+	test ! -e ctorwrite.out &&
+	test "$(tsv_col out error 2)" = "forbidden syscall" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 &&
+	sql "SELECT message FROM measurement WHERE error = 10" | grep -q "openat (a file for writing)"
+'
+
+test_expect_success 'a kernel that writes a file is a forbidden syscall, and writes nothing' '
+	TK_FAULT_FILE=$TRASH/filewrite.out && export TK_FAULT_FILE &&
+	measure_with_fault filewrite >out &&
+	test ! -e filewrite.out &&
+	test "$(tsv_col out error 2)" = "forbidden syscall" &&
+	test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3
+'
+
+# posix_spawn and system block every signal before they clone: the trap's
+# SIGSYS killed the child unheard ("killed by signal SIGSYS").
+test_expect_success 'a kernel that calls system() or posix_spawn() is a forbidden syscall, named' '
+	for f in system spawn; do
+		measure_with_fault $f >out &&
+		test "$(tsv_col out error 2)" = "forbidden syscall" &&
+		test "$(awk -F"\t" "NR > 2 && \$7 == 1" out | wc -l)" -eq 3 || exit 1
+	done &&
+	test "$(sql "SELECT count(*) FROM measurement WHERE error = 10 AND message = '\''forbidden syscall: clone (a new process)'\''")" -ge 4 &&
+	! sql "SELECT message FROM measurement WHERE error = 10" | grep -q "SIGSYS"
 '
 
 test_expect_success 'threaded kernels still start their threads under the filter' '

@@ -53,6 +53,33 @@ test_expect_success 'a store in a directory the user cannot write is read (repor
 	test -e expdir/k/Makefile
 '
 
+# A full disk was exit 3 ("database or disk is full"), a read-only
+# filesystem "No such file or directory". Both are conditions of the
+# machine: exit 1, named. A private mount namespace keeps the small
+# filesystem to this test.
+test_expect_success 'a full disk is exit 1 "disk full"; a read-only filesystem says so' '
+	[ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null || { echo "# needs root and unshare: skipped"; exit 0; }
+	mkdir fs && cat >fill.sh <<-EOF &&
+	set -e
+	mount -t tmpfs -o size=2m tmpfs "$TRASH/fs"
+	"$TUNEKIT_BIN" measure -q --db "$TRASH/fs/s.db" --task $TASK --naive --repeat 1 >/dev/null
+	dd if=/dev/zero of="$TRASH/fs/fill" bs=64k 2>/dev/null || true
+	rc=0; "$TUNEKIT_BIN" measure -q --db "$TRASH/fs/s.db" --task $TASK --sample 40 --repeat 1 \
+		>/dev/null 2>"$TRASH/full.err" || rc=\$?; echo \$rc >"$TRASH/full.rc"
+	rm "$TRASH/fs/fill"
+	mount -o remount,ro "$TRASH/fs"
+	rc=0; "$TUNEKIT_BIN" measure -q --db "$TRASH/fs/s.db" --task $TASK --naive --repeat 1 \
+		>/dev/null 2>"$TRASH/ro.err" || rc=\$?; echo \$rc >"$TRASH/ro.rc"
+	"$TUNEKIT_BIN" report --db "$TRASH/fs/s.db" best --format tsv >"$TRASH/ro.best"
+	EOF
+	unshare -m sh fill.sh &&
+	test "$(cat full.rc)" -eq 1 && test $(wc -l <full.err) -eq 1 &&
+	grep -q "s.db: disk full" full.err &&
+	test "$(cat ro.rc)" -eq 1 && test $(wc -l <ro.err) -eq 1 &&
+	grep -q "s.db: the record store is on a read-only filesystem" ro.err &&
+	test_rows ro.best 1
+'
+
 test_expect_success 'report on a missing store fails cleanly and creates nothing' '
 	test_must_fail tunekit report --db missing.db best 2>err &&
 	test ! -e missing.db

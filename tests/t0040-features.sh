@@ -78,12 +78,14 @@ test_expect_success 'train and tune take tlp features where the model does' '
 	grep -q "unknown feature kind .bogus. (knob, itervar, curve, tlp, graph, hidden)" err
 '
 
-test_expect_success '--hardware selects the configurations measured there' '
+# An unknown --hardware selected nothing and exited 0.
+test_expect_success '--hardware selects the configurations measured there; an unknown one is exit 2' '
 	hw=$(tsv_col m.tsv hw) &&
 	tunekit measure -q --task $DENSE --sample 2 --seed 9 --repeat 1 >m2.tsv &&
 	test_expect_code 2 tunekit extract-features --hardware -1 2>err &&
-	tunekit extract-features --hardware $((hw + 1)) 2>err &&
-	grep -q "^itervar: 0 configurations, 0 new" err &&
+	test_expect_code 2 tunekit extract-features --hardware $((hw + 1)) 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q -- "--hardware: no hardware $((hw + 1))" err &&
+	test_expect_code 2 tunekit extract-features --hardware 999 2>err &&
 	tunekit extract-features --hardware $hw 2>err &&
 	grep -q "^itervar: 10 configurations, 2 new" err
 '

@@ -316,4 +316,12 @@ test_expect_success 'man page of train documents its options and lints clean' '
 	mandoc -Tlint -W warning "$TOP/man/tunekit-train.1"
 '
 
+# --rounds 0 trained the default 200 rounds.
+test_expect_success '--rounds 0 is exit 2, not the default' '
+	test_expect_code 2 tunekit train --feature knob --rounds 0 --out zero.model 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q -- "--rounds needs at least 1" err && ! test -e zero.model &&
+	test_expect_code 2 tunekit train --feature knob --rounds -3 --out zero.model 2>err &&
+	! test -e zero.model
+'
+
 test_done

@@ -30,6 +30,14 @@ test_expect_success 'tlp trains on the sequences; the same seed gives the same m
 		--out reg.model >/dev/null && grep -a -q "^objective mse$" reg.model
 '
 
+# Before, the default was itervar: "none of the records has itervar features".
+test_expect_success 'without --feature tlp trains on the tlp features it reads' '
+	tunekit train -q --model tlp --hardware 1 --rounds 2 --out d.model >/dev/null &&
+	grep -a -q "^feature tlp$" d.model &&
+	test_expect_code 2 tunekit train --model tlp --feature itervar --hardware 1 2>err &&
+	grep -q "none of the .* has itervar features" err
+'
+
 test_expect_success 'training shows its epochs on a terminal, nothing on a pipe' '
 	script -qec "$TUNEKIT_BIN train --db $TUNEKIT_DB --model tlp --feature tlp --hardware 1 \
 		--rounds 3 --out tty.model" /dev/null >tty.out &&

@@ -27,6 +27,18 @@ test_expect_success 'train --model meta fits the GCN on graph features' '
 	grep -a -q "^kind meta$" t.model && grep -a -q "^maml none$" t.model &&
 	grep -a -q "^supergraph [0-9a-f]\{16\}$" t.model &&
 	test_expect_code 2 tunekit train --model meta --feature itervar 2>err &&
+	grep -q "model meta does not take itervar features" err &&
+	tunekit train -q --model meta --hardware 1 --rounds 2 --out d.model >/dev/null &&
+	grep -a -q "^feature graph$" d.model
+'
+
+# Before, without --feature: "model meta does not take itervar features".
+test_expect_success 'tune --model meta reads graph features without --feature' '
+	tunekit tune -q --db def.db --replay "$TUNEKIT_DB" --replay-hardware 1 --task $HOLD \
+		--model meta --trials 8 --batch 4 --plan-size 4 --sa-chains 8 --sa-iters 20 >recs &&
+	test_rows recs 8 &&
+	test_expect_code 2 tunekit tune --db def.db --replay "$TUNEKIT_DB" --replay-hardware 1 \
+		--task $HOLD --model meta --feature itervar --trials 8 2>err &&
 	grep -q "model meta does not take itervar features" err
 '
 

@@ -119,6 +119,18 @@ test_expect_success 'AutoTVM logs: foreign templates and malformed lines are kep
 	test "$(sql "SELECT count(*) FROM foreign_record")" -eq 3
 '
 
+# A log line of an unknown version was imported as if it were 0.2.
+test_expect_success 'an AutoTVM log of another version is refused with its line number' '
+	sed -n 3p foreign.log >v99.log &&
+	sed -n 3p foreign.log | sed "s/\"version\": 0\.2/\"version\": 9.9/" >>v99.log &&
+	grep -q "\"version\": 9.9" v99.log &&
+	before=$(sql "SELECT count(*) FROM measurement") &&
+	test_expect_code 2 tunekit import autotvm v99.log 2>err &&
+	test $(wc -l <err) -eq 1 &&
+	grep -q "v99.log:2: AutoTVM log version 9.9; tunekit reads version 0.2" err &&
+	test "$(sql "SELECT count(*) FROM measurement")" -eq "$before"
+'
+
 test_expect_success 'import reads - as standard input, once per command' '
 	tunekit import autotvm - <foreign.log >out &&
 	grep -q "^-: 0 new records, 4 duplicates, 0 foreign$" out &&

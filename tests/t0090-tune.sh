@@ -260,20 +260,23 @@ test_expect_success 'draws keep the register tile within --regtile (the register
 	sqlite3 rt.db "SELECT params FROM run" | grep -c "^regtile=" >n && test "$(cat n)" -eq 3
 '
 
-test_expect_success 'help models and help searches print the tables' '
+test_expect_success 'help models, searches and controllers print the tables' '
 	tunekit help models >hm &&
 	test "$(head -1 hm | tr -s " ")" = "model features uncertainty transfer adapts summary" &&
-	grep -q "^xgb  *knob,itervar,curve,tlp,hidden  *no  *yes  *xgb-warm " hm &&
-	grep -q "^rfei  *knob,itervar,curve  *yes  *no  *- " hm &&
-	grep -q "^tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
-	grep -q "^mtl-tlp  *knob,itervar,curve,tlp  *no  *no  *moses,finetune " hm &&
+	grep -q "^xgb  *itervar,knob,curve,tlp,hidden  *no  *yes  *xgb-warm " hm &&
+	grep -q "^rfei  *itervar,knob,curve  *yes  *no  *- " hm &&
+	grep -q "^tlp  *tlp,knob,itervar,curve  *no  *no  *moses,finetune " hm &&
+	grep -q "^mtl-tlp  *tlp,knob,itervar,curve  *no  *no  *moses,finetune " hm &&
 	grep -q "^meta  *graph  *yes  *no  *- " hm &&
-	grep -q "^ml2  *knob,itervar,curve,tlp  *no  *no  *- " hm &&
+	grep -q "^ml2  *itervar,knob,curve,tlp  *no  *no  *- " hm &&
 	grep -q "^none  *-  *no  *no  *- " hm && test $(wc -l <hm) -eq 8 &&
 	tunekit help searches >hs &&
 	grep -q "^sa  *model or none " hs && grep -q "^csa  *model+uncertainty " hs &&
 	grep -q "^bo  *model+uncertainty " hs &&
 	grep -q "^random  *- " hs && grep -q "^grid  *- " hs && test $(wc -l <hs) -eq 6 &&
+	tunekit help controllers >hc &&
+	grep -q "^none  *-  *every trial is measured$" hc && grep -q "^moses  *model  *Moses" hc &&
+	test $(wc -l <hc) -eq 3 &&
 	tunekit tune --help >h && grep -q "tunekit help models" h && grep -q "tunekit help searches" h
 '
 

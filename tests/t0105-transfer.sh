@@ -170,6 +170,29 @@ test_expect_success 'bad input: one line, exit 2, no model written' '
 	grep -q "has knob features" err && ! test -e bad.model
 '
 
+# A payload damaged after the header crashed libxgboost's reader (SIGSEGV)
+# before model files carried a checksum; its error printed a stack trace.
+test_expect_success 'a damaged model file: one line, exit 2, never a crash' '
+	for m in xgb tlp; do
+		size=$(wc -c <$m.model) &&
+		head -c $((size - 884)) $m.model >dam-$m.model &&
+		head -c 884 /dev/zero | tr "\0" A >>dam-$m.model &&
+		test "$(wc -c <dam-$m.model)" -eq $size || exit 1
+	done &&
+	grep -a -v "^payload_sha256 " xgb.model >old.model &&
+	for args in "--method xgb-warm --model dam-xgb.model" "--model dam-tlp.model" \
+		"--method xgb-warm --model old.model"; do
+		test_expect_code 2 tunekit transfer --to-hw 2 $args --out bad.model 2>err &&
+		test $(wc -l <err) -eq 1 && ! test -e bad.model || { echo "$args"; cat err; exit 1; }
+	done &&
+	grep -q "no payload_sha256 key" err &&
+	test_expect_code 2 tunekit transfer --to-hw 2 --model dam-tlp.model --out bad.model 2>err &&
+	grep -q "^tunekit transfer: dam-tlp.model: model file: the payload does not match its checksum" err &&
+	test_expect_code 2 tunekit tune --task dense:m=8,n=8,k=8 --trials 4 \
+		--model-file dam-xgb.model 2>err &&
+	test $(wc -l <err) -eq 1 && grep -q "does not match its checksum" err
+'
+
 test_expect_success '--measure: measure what the model picks on this CPU, then adapt on it' '
 	n=$(sql "SELECT COUNT(*) FROM measurement") &&
 	tunekit transfer --model tlp.model --measure 8 --task dense:m=16,n=16,k=32 --epochs 1 \
@@ -236,6 +259,20 @@ if test -r "$KT/convolution_A100.json.gz"; then
 			--task kt:convolution_kernel:4096x4096 --feature knob --trials 16 \
 			--transfer-from "$TUNEKIT_DB" --transfer-hardware 1 2>err &&
 		grep -q "too little history for transfer: .* operator, task or knob space" err
+	'
+
+	# Before, without --feature: "only --feature knob applies to it", and
+	# train looked for itervar features.
+	test_expect_success 'without --feature an imported task takes knob features' '
+		tunekit train -q --db kt.db --model xgb --hardware 1 --out kd.model >/dev/null &&
+		grep -a -q "^feature knob$" kd.model &&
+		tunekit tune -q --db ktdef.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --trials 16 \
+			--transfer-from kt.db --transfer-hardware 1 >recs &&
+		test_rows recs 16 &&
+		test_expect_code 2 tunekit tune --db ktdef.db --replay kt.db --replay-hardware 2 \
+			--task kt:convolution_kernel:4096x4096 --trials 16 --feature itervar 2>err &&
+		grep -q "has no program: only --feature knob applies to it" err
 	'
 
 	test_expect_success 'the adaptive controller measures a share and lets the model answer the rest' '

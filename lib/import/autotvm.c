@@ -33,6 +33,7 @@
 #include "task/te.h"
 
 #define AT_PREFIX "tunekit."
+#define AT_LOG_VERSION 0.2 /* the "version" of the records read and written */
 #define AT_MODEL "-model=tunekit:"
 #define AT_TARGET "llvm -keys=cpu " AT_MODEL
 #define AT_TVM_VERSION "0.9.0"
@@ -480,6 +481,20 @@ static int import_line(at_import *im, const char *line, size_t len, int64_t line
 		why = err.text;
 	else
 		why = rec_shape(root, &r);
+	/* A log of another version may mean other things by the same keys:
+	 * refused whole, never read as 0.2. */
+	json_t *ver = root ? json_object_get(root, "version") : NULL;
+	if (ver && !(json_is_number(ver) && json_number_value(ver) == AT_LOG_VERSION)) {
+		char v[40];
+		if (json_is_number(ver))
+			snprintf(v, sizeof v, "%g", json_number_value(ver));
+		else
+			snprintf(v, sizeof v, "that is not a number");
+		rc = tk_seterr(TK_EINVAL, "%s:%lld: AutoTVM log version %s; tunekit reads version "
+		               "%g", im->path, (long long)lineno, v, AT_LOG_VERSION);
+		json_decref(root);
+		return rc;
+	}
 	if (why && first) {
 		rc = tk_seterr(TK_EINVAL, "%s:%lld: not an AutoTVM log: %s", im->path,
 		               (long long)lineno, why);

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "base/target.h"
-#include "sha256.h"
+#include "util/sha256.h"
 
 enum {
 	BUILD_OK = 0,

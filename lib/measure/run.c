@@ -1,8 +1,8 @@
 /*
  * run: the measuring harness. Each kernel runs in a forked child so that a
- * crash, a hang or a corrupted heap costs only that child. The child loads
- * the shared object, checks one call against the reference, times the
- * kernel, checks the output again, and sends a run_result back through a
+ * crash, a hang or a corrupted heap costs only that child. The child
+ * confines itself, loads the shared object, checks one call against the
+ * reference, times the kernel, checks the output again, and sends a run_result back through a
  * pipe; the parent enforces the time limit, turns a death into a
  * MEAS_RUNTIME_CRASH and computes the statistics. The inputs reach the child
  * through fork's copy of the parent's memory; the child never returns into
@@ -14,6 +14,7 @@
 
 #include <assert.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -29,7 +30,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,6 +49,13 @@
 #define RUN_AUDIT_ARCH AUDIT_ARCH_X86_64
 #else
 #define RUN_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+#endif
+
+#if defined(__linux__) && defined(__has_include)
+#if __has_include(<linux/landlock.h>) && defined(__NR_landlock_create_ruleset)
+#include <linux/landlock.h>
+#define RUN_LANDLOCK 1
 #endif
 #endif
 
@@ -262,11 +272,123 @@ static int child_object(const build_job *obj, run_result *r)
 	return fd;
 }
 
+/* ---- the kernel's workspace, read from its object ---------------------- */
+
+/* Read n bytes at off of fd into buf; 0, or -1 if the file is shorter. */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t k = pread(fd, p, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+#define RUN_ELF_MAXTAB (64u << 20) /* largest symbol or string table read */
+
+int run_object_workspace(int fd, unsigned long *nfloat)
+{
+	assert(fd >= 0 && nfloat);
+	static const char want[] = "tk_workspace_floats";
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Sym *sym = NULL;
+	char *str = NULL;
+	struct stat st;
+	int rc = TK_OK;
+	*nfloat = 0;
+	if (fstat(fd, &st) < 0 || pread_all(fd, &eh, sizeof eh, 0) < 0 ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof *sh ||
+	    eh.e_shnum == 0 || eh.e_shoff > (uint64_t)st.st_size ||
+	    (uint64_t)eh.e_shnum * sizeof *sh > (uint64_t)st.st_size - eh.e_shoff)
+		return tk_seterr(TK_EINVAL, "not a 64-bit little-endian ELF object with sections");
+	uint64_t size = (uint64_t)st.st_size;
+	if (!(sh = malloc((size_t)eh.e_shnum * sizeof *sh)))
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	if (pread_all(fd, sh, (size_t)eh.e_shnum * sizeof *sh, eh.e_shoff) < 0) {
+		rc = tk_seterr(TK_EINVAL, "its section headers cannot be read");
+		goto out;
+	}
+	int isym = -1;
+	for (int i = 0; i < eh.e_shnum && isym < 0; i++)
+		if (sh[i].sh_type == SHT_DYNSYM)
+			isym = i;
+	if (isym < 0 || sh[isym].sh_link >= eh.e_shnum || sh[isym].sh_entsize != sizeof *sym ||
+	    sh[sh[isym].sh_link].sh_type != SHT_STRTAB) {
+		rc = tk_seterr(TK_EINVAL, "it has no dynamic symbol table");
+		goto out;
+	}
+	const Elf64_Shdr *ss = &sh[isym], *sstr = &sh[ss->sh_link];
+	if (ss->sh_size > RUN_ELF_MAXTAB || sstr->sh_size > RUN_ELF_MAXTAB ||
+	    ss->sh_offset > size || ss->sh_size > size - ss->sh_offset ||
+	    sstr->sh_offset > size || sstr->sh_size > size - sstr->sh_offset) {
+		rc = tk_seterr(TK_EINVAL, "its dynamic symbol table lies outside the file");
+		goto out;
+	}
+	size_t nsym = (size_t)(ss->sh_size / sizeof *sym), nstr = (size_t)sstr->sh_size;
+	sym = malloc(nsym ? nsym * sizeof *sym : 1);
+	str = malloc(nstr + 1);
+	if (!sym || !str) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (pread_all(fd, sym, nsym * sizeof *sym, ss->sh_offset) < 0 ||
+	    pread_all(fd, str, nstr, sstr->sh_offset) < 0) {
+		rc = tk_seterr(TK_EINVAL, "its dynamic symbol table cannot be read");
+		goto out;
+	}
+	str[nstr] = 0;
+	size_t k;
+	for (k = 0; k < nsym; k++)
+		if (sym[k].st_name < nstr && !strcmp(str + sym[k].st_name, want) &&
+		    sym[k].st_shndx != SHN_UNDEF)
+			break;
+	if (k == nsym) {
+		rc = tk_seterr(TK_EINVAL, "it defines no %s", want);
+		goto out;
+	}
+	const Elf64_Sym *s = &sym[k];
+	const Elf64_Shdr *sec = s->st_shndx < eh.e_shnum ? &sh[s->st_shndx] : NULL;
+	unsigned long v = 0;
+	if (!sec || s->st_size != sizeof v || s->st_value < sec->sh_addr ||
+	    s->st_value - sec->sh_addr > sec->sh_size ||
+	    sec->sh_size - (s->st_value - sec->sh_addr) < sizeof v) {
+		rc = tk_seterr(TK_EINVAL, "its %s is not an unsigned long of a section", want);
+		goto out;
+	}
+	if (sec->sh_type != SHT_NOBITS) {
+		uint64_t off = sec->sh_offset + (s->st_value - sec->sh_addr);
+		if (sec->sh_offset > size || off > size - sizeof v ||
+		    pread_all(fd, &v, sizeof v, off) < 0) {
+			rc = tk_seterr(TK_EINVAL, "its %s lies outside the file", want);
+			goto out;
+		}
+	}
+	*nfloat = v;
+out:
+	free(sh);
+	free(sym);
+	free(str);
+	return rc;
+}
+
 /* ---- the child's confinement ------------------------------------------ */
 
-/* Before it calls the kernel, the measuring child confines itself, so that
- * a kernel that runs away harms nothing but the child and is recorded with a
- * reason of its own:
+/* The measuring child confines itself before it loads the kernel's library
+ * (whose constructors, IFUNC resolvers and libraries run code as it is
+ * loaded), so that a kernel that runs away harms nothing but the child and
+ * is recorded with a reason of its own. It first allocates what the
+ * kernel is given (the output, the workspace, whose size it reads from the
+ * object file, not from the loaded library) and closes every descriptor
+ * but the result pipe, stderr and the object's; then:
  *
  *  - Memory: RLIMIT_DATA is set to what the child has mapped (its copy of
  *    the inputs, the output, the workspace, the libraries) plus
@@ -274,28 +396,51 @@ static int child_object(const build_job *obj, run_result *r)
  *    limit holds under it too (RLIMIT_AS would not: the shadow is terabytes
  *    of address space). One mapping larger than the headroom (malloc of 8
  *    GiB) is refused by the seccomp filter below and reported as
- *    MEAS_MEMORY_LIMIT; memory taken piece by piece ends with an allocation
- *    that fails, and a SIGSEGV or SIGBUS while the data size is within an
- *    eighth of the headroom of the limit is reported as MEAS_MEMORY_LIMIT
- *    too.
+ *    MEAS_MEMORY_LIMIT; memory taken piece by piece (malloc, mmap, or
+ *    mremap growing a mapping) ends with an allocation that fails, and a
+ *    SIGSEGV or SIGBUS while the data size is within an eighth of the
+ *    headroom of the limit is reported as MEAS_MEMORY_LIMIT too. Shared
+ *    memory, which RLIMIT_DATA does not count (mmap with MAP_SHARED,
+ *    memfd_create, System V shared memory), is refused by the filter, also
+ *    MEAS_MEMORY_LIMIT. The limit cannot be raised: setrlimit and prlimit64
+ *    with a new limit are trapped.
  *  - System calls: a seccomp-BPF filter traps the calls a compute kernel has
  *    no business making: creating a process (fork, vfork, clone without
  *    CLONE_THREAD, execve), signalling or tracing another process, sockets,
- *    mounts, modules, reboot, namespaces, session and group changes. Root
- *    ignores RLIMIT_NPROC; the filter holds for root too. A trapped call
- *    ends the child with MEAS_FORBIDDEN naming the call. clone3 fails with
- *    ENOSYS (its flags are behind a pointer the filter cannot read), so
- *    pthread_create falls back to clone, where CLONE_THREAD is checked:
- *    OpenMP and pthread workers still start.
+ *    mounts, modules, reboot, namespaces, session and group changes,
+ *    io_uring (whose operations no filter sees), and changes to the
+ *    filesystem: open and openat for writing, creat, and creating,
+ *    removing, renaming, linking, truncating or changing the mode or owner
+ *    of a file. Root ignores RLIMIT_NPROC; the filter holds for root too.
+ *    A trapped call ends the child with MEAS_FORBIDDEN naming the call.
+ *    clone3 and openat2 fail with ENOSYS (their flags are behind a pointer
+ *    the filter cannot read), so pthread_create falls back to clone, where
+ *    CLONE_THREAD is checked: OpenMP and pthread workers still start.
+ *  - The filesystem: where the kernel has Landlock, the child also denies
+ *    itself every change to the filesystem before it loads the library,
+ *    and once the library is loaded, every access: from then on it can
+ *    open no file at all, not even for reading.
  *
  * In a build with AddressSanitizer the filter is the same: the child
- * runs no leak check (see RUN_ASAN).
+ * runs no leak check (see RUN_ASAN); the child may still read files once
+ * the kernel is loaded (the sanitizer reads /proc/self/maps).
  *
- * The traps are reported by signal handlers that write the result to the
- * pipe themselves and leave with _exit. Where the filter cannot be installed
- * (no seccomp, another architecture), the child measures unconfined. */
+ * A forbidden call is not trapped in the child but stops the thread that
+ * made it and notifies the parent (SECCOMP_RET_USER_NOTIF; the child sends
+ * the filter's listener over a socket run_call made, before it loads the
+ * kernel), which reads the call and its arguments, names it and kills the
+ * child: a signal in the child could be blocked (posix_spawn and system
+ * block them all before they clone) or handled by the kernel itself.
+ * Where that cannot be set up, and for the memory rules, the filter traps
+ * instead: signal handlers write the result to the pipe themselves and
+ * leave with _exit, and which rule trapped comes with the signal (the
+ * filter's SECCOMP_RET_DATA, as si_errno). Where no filter can be
+ * installed (no seccomp, another architecture), the child measures
+ * unconfined. */
 
 static int child_pipe = -1;          /* the result pipe, in a child of run_call */
+static int child_notify = -1;        /* the socket to send the filter's listener on */
+static int child_status = -1;        /* /proc/self/status, opened before Landlock */
 static run_result *child_result;     /* the result a trap handler fills */
 static unsigned long long child_data_limit; /* RLIMIT_DATA set, 0 if none */
 static int child_trapped;            /* one handler reports, the others wait */
@@ -337,12 +482,19 @@ static ssize_t read_head(const char *path, char *buf, size_t size)
 }
 
 /* The data size of this process (VmData) in bytes, 0 if unknown
- * (async-signal-safe). */
+ * (async-signal-safe). A confined child reads the descriptor it opened
+ * before (a read at offset 0 makes /proc's file anew). */
 static unsigned long long vm_data_bytes(void)
 {
 	char buf[4096];
-	if (!read_head("/proc/self/status", buf, sizeof buf))
+	ssize_t k;
+	if (child_status >= 0) {
+		if ((k = pread(child_status, buf, sizeof buf - 1, 0)) <= 0)
+			return 0;
+		buf[k] = 0;
+	} else if (!read_head("/proc/self/status", buf, sizeof buf)) {
 		return 0;
+	}
 	char *p = strstr(buf, "\nVmData:");
 	if (!p)
 		return 0;
@@ -373,12 +525,48 @@ static void child_report_trap(int error, const char *msg)
 	_exit(0);
 }
 
-#ifdef RUN_SECCOMP
-enum { SYS_ALWAYS, SYS_MEMORY, SYS_CLONE, SYS_SIGNAL };
+/* Close every descriptor from 3 up but keep[0..nkeep) (sorted, >= 3). */
+static void close_fds_but(const int *keep, int nkeep)
+{
+	unsigned lo = 3;
+	for (int i = 0; i <= nkeep; i++) {
+		unsigned hi = i < nkeep ? (unsigned)keep[i] : ~0u;
+		if (hi > lo) {
+#ifdef __NR_close_range
+			if (syscall(__NR_close_range, lo, hi - 1, 0) == 0) {
+				lo = hi + 1;
+				continue;
+			}
+#endif
+			struct rlimit nf;
+			unsigned top = getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < 65536
+			               ? (unsigned)nf.rlim_cur : 65536;
+			for (unsigned fd = lo; fd < hi && fd < top; fd++)
+				close((int)fd);
+		}
+		lo = hi + 1;
+	}
+}
 
-/* The system calls the filter looks at: trapped always, trapped beyond the
- * headroom (the length argument), trapped without CLONE_THREAD, trapped
- * unless aimed at this process. */
+#ifdef RUN_SECCOMP
+/* What a filter rule checks, and the reason its trap gives (the trap's
+ * SECCOMP_RET_DATA: si_errno in the handler). */
+enum {
+	SYS_ALWAYS,   /* trapped always */
+	SYS_MEMORY,   /* trapped when the length (arg) exceeds the headroom */
+	SYS_MMAP,     /* SYS_MEMORY, and trapped with MAP_SHARED in the flags (arg 3) */
+	SYS_SHARED,   /* shared memory: trapped always */
+	SYS_CLONE,    /* trapped without CLONE_THREAD */
+	SYS_SIGNAL,   /* trapped unless aimed at this process */
+	SYS_OPEN,     /* trapped when the flags (arg) ask to write */
+	SYS_FILE,     /* a change to the filesystem: trapped always */
+	SYS_RLIMIT,   /* trapped with a new limit (arg) */
+	SYS_NOTRAP    /* the trap of an allowed call: never */
+};
+enum { TRAP_SHARED_MAP = SYS_NOTRAP + 1 }; /* mmap's MAP_SHARED */
+
+#define RUN_OPEN_WRITE (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)
+
 static const struct { int nr; const char *name; int kind; int arg; } sys_tab[] = {
 #ifdef __NR_fork
 	{ __NR_fork, "fork", SYS_ALWAYS, 0 },
@@ -417,73 +605,269 @@ static const struct { int nr; const char *name; int kind; int arg; } sys_tab[] =
 	{ __NR_swapon, "swapon", SYS_ALWAYS, 0 },
 	{ __NR_swapoff, "swapoff", SYS_ALWAYS, 0 },
 	{ __NR_bpf, "bpf", SYS_ALWAYS, 0 },
-	{ __NR_mmap, "mmap", SYS_MEMORY, 1 },
+	{ __NR_io_uring_setup, "io_uring_setup", SYS_ALWAYS, 0 },
+	{ __NR_io_uring_enter, "io_uring_enter", SYS_ALWAYS, 0 },
+	{ __NR_io_uring_register, "io_uring_register", SYS_ALWAYS, 0 },
+	{ __NR_mmap, "mmap", SYS_MMAP, 1 },
 	{ __NR_mremap, "mremap", SYS_MEMORY, 2 },
+	{ __NR_memfd_create, "memfd_create", SYS_SHARED, 0 },
+	{ __NR_shmget, "shmget", SYS_SHARED, 0 },
+	{ __NR_shmat, "shmat", SYS_SHARED, 0 },
+	{ __NR_prlimit64, "prlimit64", SYS_RLIMIT, 2 },
+#ifdef __NR_setrlimit
+	{ __NR_setrlimit, "setrlimit", SYS_ALWAYS, 0 },
+#endif
+#ifdef __NR_open
+	{ __NR_open, "open", SYS_OPEN, 1 },
+#endif
+	{ __NR_openat, "openat", SYS_OPEN, 2 },
+#ifdef __NR_creat
+	{ __NR_creat, "creat", SYS_FILE, 0 },
+#endif
+	{ __NR_open_by_handle_at, "open_by_handle_at", SYS_FILE, 0 },
+#ifdef __NR_mkdir
+	{ __NR_mkdir, "mkdir", SYS_FILE, 0 },
+	{ __NR_rmdir, "rmdir", SYS_FILE, 0 },
+	{ __NR_unlink, "unlink", SYS_FILE, 0 },
+	{ __NR_rename, "rename", SYS_FILE, 0 },
+	{ __NR_link, "link", SYS_FILE, 0 },
+	{ __NR_symlink, "symlink", SYS_FILE, 0 },
+	{ __NR_mknod, "mknod", SYS_FILE, 0 },
+	{ __NR_chmod, "chmod", SYS_FILE, 0 },
+	{ __NR_chown, "chown", SYS_FILE, 0 },
+	{ __NR_lchown, "lchown", SYS_FILE, 0 },
+#endif
+#ifdef __NR_renameat
+	{ __NR_renameat, "renameat", SYS_FILE, 0 },
+#endif
+	{ __NR_mkdirat, "mkdirat", SYS_FILE, 0 },
+	{ __NR_unlinkat, "unlinkat", SYS_FILE, 0 },
+	{ __NR_renameat2, "renameat2", SYS_FILE, 0 },
+	{ __NR_linkat, "linkat", SYS_FILE, 0 },
+	{ __NR_symlinkat, "symlinkat", SYS_FILE, 0 },
+	{ __NR_mknodat, "mknodat", SYS_FILE, 0 },
+	{ __NR_truncate, "truncate", SYS_FILE, 0 },
+	{ __NR_fchmodat, "fchmodat", SYS_FILE, 0 },
+	{ __NR_fchownat, "fchownat", SYS_FILE, 0 },
+	{ __NR_setxattr, "setxattr", SYS_FILE, 0 },
+	{ __NR_lsetxattr, "lsetxattr", SYS_FILE, 0 },
+	{ __NR_removexattr, "removexattr", SYS_FILE, 0 },
+	{ __NR_lremovexattr, "lremovexattr", SYS_FILE, 0 },
 };
 
 #define BPF_ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
 #define BPF_ARG_HI(i) (BPF_ARG_LO(i) + 4) /* little-endian only (x86-64, arm64) */
 
-/* Install the filter (see above). Returns 0, or -1 when the kernel refuses
- * it (nothing installed). */
-static int child_seccomp(pid_t self)
+/* "forbidden syscall: NAME (why)" for system call nr trapped by rule why
+ * (SYS_*; -1: find it from nr) into msg[cap] (async-signal-safe). */
+static void forbidden_msg(char *msg, size_t cap, long nr, int why)
 {
-	enum { NMAX = 8 + 7 * ArraySize(sys_tab) };
+	size_t n = 0;
+	const char *name = NULL;
+	for (int i = 0; i < ArraySize(sys_tab); i++)
+		if (sys_tab[i].nr == nr) {
+			name = sys_tab[i].name;
+			if (why < 0)
+				why = sys_tab[i].kind;
+		}
+	msg[0] = 0;
+	sig_puts(msg, &n, cap, "forbidden syscall: ");
+	if (name)
+		sig_puts(msg, &n, cap, name);
+	else
+		sig_putu(msg, &n, cap, (unsigned long long)nr);
+	sig_puts(msg, &n, cap, why == SYS_CLONE ? " (a new process)"
+	                       : why == SYS_SIGNAL ? " (to another process)"
+	                       : why == SYS_OPEN ? " (a file for writing)"
+	                       : why == SYS_FILE ? " (a change to the filesystem)"
+	                       : why == SYS_RLIMIT ? " (a new resource limit)" : "");
+}
+
+/* Install the filter (see above). With notify, the forbidden calls (and
+ * those of another ABI) are not trapped but stop the calling thread and
+ * notify a listener, whose descriptor goes to *listener: the parent reads
+ * which call it was, which it can whatever the kernel did to its signals
+ * (posix_spawn and system block SIGSYS, and a trap with SIGSYS blocked
+ * kills without a word). Returns 0, or -1 when the kernel refuses it
+ * (nothing installed). */
+static int child_seccomp(pid_t self, int notify, int *listener)
+{
+	enum { NMAX = 16 + 10 * ArraySize(sys_tab) };
 	struct sock_filter f[NMAX];
 	int n = 0;
 #define EMIT(insn) (assert(n < NMAX), f[n++] = (struct sock_filter)insn)
-	const uint32_t allow = SECCOMP_RET_ALLOW, trap = SECCOMP_RET_TRAP;
+#define TRAP(why) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | (uint32_t)(why))
+#define FORBID(why) BPF_STMT(BPF_RET | BPF_K, notify ? SECCOMP_RET_USER_NOTIF \
+                                                    : SECCOMP_RET_TRAP | (uint32_t)(why))
+	const uint32_t allow = SECCOMP_RET_ALLOW;
+	const uint32_t kill = notify ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_KILL_PROCESS;
 	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_AUDIT_ARCH, 1, 0));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, kill));
 	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
 #ifdef __x86_64__
 	/* x32 system calls (the same numbers with bit 30 set) */
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, kill));
 #endif
-	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
+	/* The calls a threaded kernel makes while it is timed, allowed first
+	 * so that the filter costs them as little as it can. */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_futex, 1, 0));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sched_yield, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 1, 0));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat2, 0, 1));
 	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
 	for (int i = 0; i < ArraySize(sys_tab); i++) {
 		uint32_t nr = (uint32_t)sys_tab[i].nr;
-		int a = sys_tab[i].arg;
-		switch (sys_tab[i].kind) {
+		int a = sys_tab[i].arg, kind = sys_tab[i].kind;
+		switch (kind) {
 		case SYS_ALWAYS:
+		case SYS_SHARED:
+		case SYS_FILE:
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
-			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			if (kind == SYS_SHARED)
+				EMIT(TRAP(kind));
+			else
+				EMIT(FORBID(kind));
 			break;
 		case SYS_CLONE: /* a thread of this process, or trap */
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 4));
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
-			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			EMIT(FORBID(kind));
 			break;
+		case SYS_MMAP: /* not shared, then as SYS_MEMORY */
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 9));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(3)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_SHARED, 0, 1));
+			EMIT(TRAP(TRAP_SHARED_MAP));
+			/* fall through */
 		case SYS_MEMORY: /* a length up to the headroom, or trap */
-			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 6));
+			if (kind == SYS_MEMORY)
+				EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 6));
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_HI(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, (uint32_t)RUN_MEM_HEADROOM, 1, 0));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
-			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			EMIT(TRAP(SYS_MEMORY));
 			break;
 		case SYS_SIGNAL: /* pid 0 (its own group) or this process, or trap */
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5));
 			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)self, 2, 0));
 			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-			EMIT(BPF_STMT(BPF_RET | BPF_K, trap));
+			EMIT(FORBID(kind));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+			break;
+		case SYS_OPEN: /* read-only, or trap */
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 4));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RUN_OPEN_WRITE, 1, 0));
+			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+			EMIT(FORBID(kind));
+			break;
+		case SYS_RLIMIT: /* no new limit (a NULL pointer), or trap */
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 6));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_LO(a)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+			EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, BPF_ARG_HI(a)));
+			EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+			EMIT(FORBID(kind));
 			EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
 			break;
 		}
 	}
 	EMIT(BPF_STMT(BPF_RET | BPF_K, allow));
+#undef FORBID
+#undef TRAP
 #undef EMIT
 	struct sock_fprog prog = { (unsigned short)n, f };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0 ? -1 : 0;
+	if (!notify)
+		return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0 ? -1 : 0;
+	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+	                  &prog);
+	if (fd < 0)
+		return -1;
+	*listener = (int)fd;
+	return 0;
+}
+
+/* Hand the listener to the parent over the socket run_call made: 0, or
+ * -1 if it could not be sent. */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'L';
+	struct iovec iov = { &byte, 1 };
+	union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	memset(&u, 0, sizeof u);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	ssize_t k;
+	while ((k = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return k == 1 ? 0 : -1;
+}
+
+/* The descriptor the child sent with send_fd on sock, or -1. */
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = { &byte, 1 };
+	union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+	struct msghdr mh;
+	memset(&mh, 0, sizeof mh);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	ssize_t k;
+	while ((k = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *c = k == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	int fd = -1;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
+}
+
+/* Read the pending notification of listener into msg[nmsg]: 1 if there
+ * was one (the call it names is forbidden), 0 if not. */
+static int read_notification(int listener, char *msg, size_t nmsg)
+{
+	struct seccomp_notif_sizes sz;
+	if (syscall(__NR_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
+		return 0;
+	size_t size = sz.seccomp_notif > sizeof(struct seccomp_notif) ? sz.seccomp_notif
+	                                                             : sizeof(struct seccomp_notif);
+	struct seccomp_notif *req = calloc(1, size);
+	if (!req)
+		return 0;
+	int got = ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) == 0;
+	if (got) {
+		if (req->data.arch != RUN_AUDIT_ARCH || (unsigned)req->data.nr >= 0x40000000u) {
+			snprintf(msg, nmsg, "forbidden syscall: %d of another ABI (%s)", req->data.nr,
+			         req->data.arch != RUN_AUDIT_ARCH ? "not this architecture's" : "x32");
+		} else {
+			forbidden_msg(msg, nmsg, req->data.nr, -1);
+		}
+	}
+	free(req);
+	return got;
 }
 
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
@@ -491,28 +875,62 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	char msg[sizeof child_result->msg];
 	size_t n = 0;
 	const char *name = NULL;
-	int kind = SYS_ALWAYS;
+	int why = si->si_errno;
 	for (int i = 0; i < ArraySize(sys_tab); i++)
-		if (sys_tab[i].nr == si->si_syscall) {
+		if (sys_tab[i].nr == si->si_syscall)
 			name = sys_tab[i].name;
-			kind = sys_tab[i].kind;
-		}
-	if (kind == SYS_MEMORY) {
+	if (why == SYS_MEMORY || why == SYS_SHARED || why == TRAP_SHARED_MAP) {
 		sig_puts(msg, &n, sizeof msg, "memory limit: ");
-		sig_puts(msg, &n, sizeof msg, name);
-		sig_puts(msg, &n, sizeof msg, " of more than ");
-		sig_putu(msg, &n, sizeof msg, RUN_MEM_HEADROOM >> 20);
-		sig_puts(msg, &n, sizeof msg, " MiB at once refused");
+		sig_puts(msg, &n, sizeof msg, name ? name : "?");
+		if (why == SYS_MEMORY) {
+			sig_puts(msg, &n, sizeof msg, " of more than ");
+			sig_putu(msg, &n, sizeof msg, RUN_MEM_HEADROOM >> 20);
+			sig_puts(msg, &n, sizeof msg, " MiB at once refused");
+		} else {
+			sig_puts(msg, &n, sizeof msg, why == TRAP_SHARED_MAP ? " (MAP_SHARED)" : "");
+			sig_puts(msg, &n, sizeof msg, " refused: shared memory is outside the limit");
+		}
 		child_report_trap(MEAS_MEMORY_LIMIT, msg);
 	}
-	sig_puts(msg, &n, sizeof msg, "forbidden syscall: ");
-	if (name)
-		sig_puts(msg, &n, sizeof msg, name);
-	else
-		sig_putu(msg, &n, sizeof msg, (unsigned)si->si_syscall);
-	sig_puts(msg, &n, sizeof msg, kind == SYS_CLONE ? " (a new process)"
-	                              : kind == SYS_SIGNAL ? " (to another process)" : "");
+	forbidden_msg(msg, sizeof msg, si->si_syscall, why);
 	child_report_trap(MEAS_FORBIDDEN, msg);
+}
+#endif
+
+#ifdef RUN_LANDLOCK
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+/* Deny this process (and its threads to come) every change to the
+ * filesystem and, with reads, every access. Returns 0, or -1 where the
+ * kernel has no Landlock (nothing done). Needs no_new_privs. */
+static int child_landlock(int reads)
+{
+	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0,
+	                   LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return -1;
+	struct landlock_ruleset_attr attr;
+	memset(&attr, 0, sizeof attr);
+	attr.handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+		LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+	if (abi >= 2)
+		attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (reads)
+		attr.handled_access_fs |= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
+		                          LANDLOCK_ACCESS_FS_READ_DIR;
+	int fd = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (fd < 0)
+		return -1;
+	int rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	         syscall(__NR_landlock_restrict_self, fd, 0) < 0 ? -1 : 0;
+	close(fd);
+	return rc;
 }
 #endif
 
@@ -539,11 +957,24 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		raise(sig);
 }
 
-/* Confine the measuring child before it runs the kernel (see above); r is
- * where the trap handlers report. */
-static void child_confine(run_result *r)
+/* Confine the measuring child before it loads the kernel (see above); r is
+ * where the trap handlers report, so_fd the object's descriptor, kept open
+ * with the pipe and stderr. */
+static void child_confine(run_result *r, int so_fd)
 {
 	child_result = r;
+	child_status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	const int want[4] = { child_pipe, so_fd, child_status, child_notify };
+	int keep[4], nkeep = 0;
+	for (int i = 0; i < 4; i++) /* sorted, from 3 up */
+		if (want[i] >= 3) {
+			int j = nkeep++;
+			for (; j > 0 && keep[j - 1] > want[i]; j--)
+				keep[j] = keep[j - 1];
+			keep[j] = want[i];
+		}
+	close_fds_but(keep, nkeep);
+
 	stack_t ss = { .ss_sp = child_altstack, .ss_size = sizeof child_altstack };
 	sigaltstack(&ss, NULL);
 	struct sigaction sa;
@@ -568,11 +999,24 @@ static void child_confine(run_result *r)
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigaddset(&sa.sa_mask, SIGSEGV);
 	sigaddset(&sa.sa_mask, SIGBUS);
-	if (sigaction(SIGSYS, &sa, NULL) == 0 && child_seccomp(getpid()) < 0) {
+	int listener = -1, on = sigaction(SIGSYS, &sa, NULL) == 0;
+	if (on && child_notify >= 0 && child_seccomp(getpid(), 1, &listener) == 0) {
+		/* The parent listens; if it cannot be told, a trapping filter on top
+		 * (TRAP wins over USER_NOTIF) does what it would have. */
+		if (send_fd(child_notify, listener) < 0)
+			child_seccomp(getpid(), 0, NULL);
+		close(listener);
+	} else if (on && child_seccomp(getpid(), 0, NULL) < 0) {
 		sa.sa_handler = SIG_DFL;
 		sa.sa_flags = 0;
 		sigaction(SIGSYS, &sa, NULL);
 	}
+#endif
+	if (child_notify >= 0)
+		close(child_notify);
+	child_notify = -1;
+#ifdef RUN_LANDLOCK
+	child_landlock(0);
 #endif
 }
 
@@ -586,18 +1030,61 @@ static void child_measure(const build_job *obj, const run_io *io,
 	unsigned char *flush = NULL;
 	const char *so_path = obj->so;
 	char fdpath[64];
+	unsigned long nws = 0;
 
 	r->error = MEAS_RUNTIME_CRASH;
 	int fd = child_object(obj, r);
 	if (fd < 0)
 		goto out;
-	/* Load the very file that was checked, not whatever the path names now. */
+	if (run_object_workspace(fd, &nws)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: refused to load %.150s: %s",
+		         so_path, tk_errmsg());
+		goto out;
+	}
+	if (nws > RUN_MAXWS_BYTES / sizeof(float)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: workspace too large (%lu floats)",
+		         nws);
+		goto out;
+	}
+	out = aligned_floats(io->out_n + RUN_CANARY);
+	ws = aligned_floats(nws);
+	bufs = calloc((size_t)io->nin + 1, sizeof *bufs);
+	if (o->flush_cache) {
+		flush = mmap(NULL, RUN_FLUSH_BYTES, PROT_READ | PROT_WRITE,
+		             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (flush == MAP_FAILED)
+			flush = NULL;
+	}
+	if (!out || !ws || !bufs || (o->flush_cache && !flush)) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: out of memory (output %zu floats, "
+		         "workspace %lu floats)", io->out_n, nws);
+		goto out;
+	}
+	for (size_t i = 0; i < io->out_n; i++)
+		out[i] = NAN;
+	for (size_t i = 0; i < RUN_CANARY; i++)
+		memcpy(&out[io->out_n + i], &canary_bits, sizeof canary_bits);
+	bufs[0] = out;
+	for (int i = 0; i < io->nin; i++)
+		bufs[i + 1] = (float *)io->in[i];
+
+	/* Confined first, then loaded: the library's constructors run in the
+	 * sandbox. Load the very file that was checked, not whatever the path
+	 * names now. */
+	child_confine(r, fd);
 	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
 	dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
+	close(fd);
 	if (!dl) {
 		snprintf(r->msg, sizeof r->msg, "runtime crash: dlopen: %s", dlerror());
 		goto out;
 	}
+#if defined(RUN_LANDLOCK) && !defined(RUN_ASAN)
+	/* Loaded: from now on no file at all. Not with AddressSanitizer, whose
+	 * reports (the memory limit's failed allocations among them) find the
+	 * stack through /proc/self/maps. */
+	child_landlock(1);
+#endif
 	const int *abi = dlsym(dl, "tk_abi");
 	const unsigned long *wsn = dlsym(dl, "tk_workspace_floats");
 	kernel_fn f;
@@ -612,34 +1099,11 @@ static void child_measure(const build_job *obj, const run_io *io,
 		         RUN_ABI);
 		goto out;
 	}
-	if (*wsn > RUN_MAXWS_BYTES / sizeof(float)) {
-		snprintf(r->msg, sizeof r->msg, "runtime crash: workspace too large (%lu floats)",
-		         *wsn);
+	if (*wsn != nws) {
+		snprintf(r->msg, sizeof r->msg, "runtime crash: tk_workspace_floats is %lu once "
+		         "loaded, %lu in the object file", *wsn, nws);
 		goto out;
 	}
-	out = aligned_floats(io->out_n + RUN_CANARY);
-	ws = aligned_floats(*wsn);
-	bufs = calloc((size_t)io->nin + 1, sizeof *bufs);
-	if (o->flush_cache) {
-		flush = mmap(NULL, RUN_FLUSH_BYTES, PROT_READ | PROT_WRITE,
-		             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (flush == MAP_FAILED)
-			flush = NULL;
-	}
-	if (!out || !ws || !bufs || (o->flush_cache && !flush)) {
-		snprintf(r->msg, sizeof r->msg, "runtime crash: out of memory (output %zu floats, "
-		         "workspace %lu floats)", io->out_n, *wsn);
-		goto out;
-	}
-	for (size_t i = 0; i < io->out_n; i++)
-		out[i] = NAN;
-	for (size_t i = 0; i < RUN_CANARY; i++)
-		memcpy(&out[io->out_n + i], &canary_bits, sizeof canary_bits);
-	bufs[0] = out;
-	for (int i = 0; i < io->nin; i++)
-		bufs[i + 1] = (float *)io->in[i];
-
-	child_confine(r);
 	f(bufs, ws);
 	r->error = MEAS_WRONG_ANSWER;
 	if (!check_output(out, io, "", &r->max_err, r->msg, sizeof r->msg))
@@ -818,9 +1282,15 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 	assert(fn && buf && size > 0 && timeout_s > 0 && error && msg && nmsg > 0);
 	*error = MEAS_UNKNOWN;
 	msg[0] = 0;
-	int fd[2];
+	int fd[2], ns[2] = { -1, -1 };
 	if (pipe2(fd, O_CLOEXEC) < 0)
 		return tk_seterr(TK_EIO, "cannot start a measurement: pipe: %s", strerror(errno));
+#ifdef RUN_SECCOMP
+	/* where a confining child sends its filter's listener (none if this
+	 * fails: the child then traps as before) */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ns) < 0)
+		ns[0] = ns[1] = -1;
+#endif
 	fflush(NULL); /* nothing buffered may be written twice */
 	pid_t self = getpid();
 	pid_t pid = fork();
@@ -828,11 +1298,18 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 		int e = errno;
 		close(fd[0]);
 		close(fd[1]);
+		if (ns[0] >= 0) {
+			close(ns[0]);
+			close(ns[1]);
+		}
 		return tk_seterr(TK_EIO, "cannot start a measurement: fork: %s", strerror(e));
 	}
 	if (pid == 0) {
 		close(fd[0]);
+		if (ns[0] >= 0)
+			close(ns[0]);
 		child_pipe = fd[1];
+		child_notify = ns[1];
 		child_setup(self, timeout_s, threads);
 		memset(buf, 0, size);
 		fn(ctx, buf, size);
@@ -841,11 +1318,15 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 	}
 	setpgid(pid, pid);
 	close(fd[1]);
+	if (ns[1] >= 0)
+		close(ns[1]);
 
 	/* Read the result until it is complete, the child closes the pipe (it
-	 * died), or the deadline passes. */
+	 * died), the deadline passes, or the child's filter stops a forbidden
+	 * call (its listener arrives on ns[0]; a notification on it names the
+	 * call). */
 	size_t nread = 0;
-	int timed_out = 0;
+	int timed_out = 0, forbidden = 0, listener = -1;
 	double deadline = tk_now() + timeout_s;
 	while (nread < size) {
 		double left = deadline - tk_now();
@@ -853,11 +1334,30 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 			timed_out = 1;
 			break;
 		}
-		struct pollfd p = { fd[0], POLLIN, 0 };
-		int k = poll(&p, 1, (int)ceil((left < 1000 ? left : 1000) * 1e3));
+		struct pollfd p[3] = { { fd[0], POLLIN, 0 }, { ns[0], POLLIN, 0 },
+		                       { listener, POLLIN, 0 } };
+		int k = poll(p, 3, (int)ceil((left < 1000 ? left : 1000) * 1e3));
 		if (k < 0 && errno != EINTR)
 			break;
 		if (k <= 0)
+			continue;
+#ifdef RUN_SECCOMP
+		if ((p[2].revents & POLLIN) && read_notification(listener, msg, nmsg)) {
+			forbidden = 1;
+			break;
+		}
+		if (p[2].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+			close(listener); /* the child is gone: its filter with it */
+			listener = -1;
+		}
+		if (p[1].revents) {
+			if (listener < 0 && (p[1].revents & POLLIN))
+				listener = recv_fd(ns[0]);
+			close(ns[0]); /* one listener per child */
+			ns[0] = -1;
+		}
+#endif
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		ssize_t m = read(fd[0], (char *)buf + nread, size - nread);
 		if (m < 0 && errno == EINTR)
@@ -867,16 +1367,22 @@ int run_call(run_child_fn fn, void *ctx, void *buf, size_t size, double timeout_
 		nread += (size_t)m;
 	}
 	close(fd[0]);
-	if (timed_out) {
+	if (ns[0] >= 0)
+		close(ns[0]);
+	if (timed_out || forbidden) {
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 	}
+	if (listener >= 0)
+		close(listener);
 	int st = 0;
 	pid_t w;
 	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
 
-	if (timed_out) {
+	if (forbidden) {
+		*error = MEAS_FORBIDDEN;
+	} else if (timed_out) {
 		*error = MEAS_RUN_TIMEOUT;
 		snprintf(msg, nmsg, "run timeout after %g s", timeout_s);
 	} else if (nread == size) {

@@ -26,11 +26,14 @@
  *
  * The child loads the object only after checking, on the descriptor it loads
  * it from, that it is a regular file of the user's, writable by no one else,
- * whose content has the SHA-256 the build recorded. Before its first call of
- * the kernel it confines itself (see run.c): its data size may grow by 1 GiB
- * at most (MEAS_MEMORY_LIMIT past it), and a seccomp filter traps creating
- * processes, signalling others and other calls a kernel has no business
- * making (MEAS_FORBIDDEN); threads still start.
+ * whose content has the SHA-256 the build recorded. Before it loads the
+ * object (so before any constructor of it runs) it confines itself (see
+ * run.c): its data size may grow by 1 GiB at most and it may map no shared
+ * memory (MEAS_MEMORY_LIMIT), a seccomp filter traps creating processes,
+ * signalling others, writing files and other calls a kernel has no
+ * business making (MEAS_FORBIDDEN), and where the kernel has Landlock the
+ * child can change nothing in the filesystem, nor, once the object is
+ * loaded, open any file; threads still start.
  *
  * The measurement lock (run_lock_*) keeps timings of several processes from
  * overlapping: a caller holds it while it times kernels, and compiles
@@ -107,6 +110,15 @@ typedef struct run_result {
  * its checks is not loaded: the result is a MEAS_RUNTIME_CRASH that says why.
  * Returns TK_OK when *r holds an outcome (valid or not), TK_EIO when no child
  * could be started. Signals do not interrupt it. */
+/* The value of tk_workspace_floats in the shared object open on fd, read
+ * from the file (its dynamic symbol table and the section the symbol lies
+ * in), without loading it: the child allocates the workspace before it
+ * loads the object. Returns TK_OK with *nfloat set, TK_EINVAL (with the
+ * message set) for a file that is not a 64-bit little-endian ELF object
+ * defining the symbol as an 8-byte datum, TK_ENOMEM. Every offset and size
+ * read is checked against the file before use. */
+int run_object_workspace(int fd, unsigned long *nfloat);
+
 int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
                const run_opts *o, run_result *r);
 

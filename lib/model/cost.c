@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "features/feature.h"
+
 extern const cm_kind cm_xgb, cm_rfei, cm_tlp, cm_mtl_tlp, cm_meta, cm_ml2;
 
 /* The model-free choice: no operations. */
 static const cm_kind cm_none = {
 	.name = "none",
 	.summary = "no model: sa anneals on the measured throughput itself",
+	.feature = FEAT_ITERVAR,
 };
 
 const cm_kind *const cm_kinds[] = { &cm_xgb, &cm_rfei, &cm_tlp, &cm_mtl_tlp, &cm_meta, &cm_ml2,
@@ -59,6 +62,12 @@ void cm_names(char *buf, size_t size, unsigned need, int fits)
 		}
 		len += (size_t)w;
 	}
+}
+
+int cm_feature(const cm_kind *k, int nest)
+{
+	assert(k && k->feature >= 0 && k->feature < FEAT_NKIND);
+	return nest || !(k->features & 1u << FEAT_KNOB) ? k->feature : FEAT_KNOB;
 }
 
 int cm_lookup(const char *name, const cm_kind **out)

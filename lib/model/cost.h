@@ -130,6 +130,8 @@ typedef struct cm_kind {
 	const char *name;
 	const char *summary;
 	unsigned features;       /* accepted feature kinds: bit 1 << FEAT_* */
+	int feature;             /* the kind it reads when none is asked for
+	                            (FEAT_*, one of features; see cm_feature) */
 	unsigned flags;          /* CM_* */
 	/* Fit on train (valid may be NULL) into a new *state. */
 	int (*fit)(const cm_params *p, const cm_data *train, const cm_data *valid, void **state);
@@ -173,6 +175,11 @@ int cm_lookup(const char *name, const cm_kind **out);
 /* Names of the kinds that have every flag of need and, if fits, a fit
  * operation, as "a, b, c" into buf (always terminated). */
 void cm_names(char *buf, size_t size, unsigned need, int fits);
+/* The feature kind a model of kind k reads on a task when none is asked
+ * for: its own (k->feature) on a task with a loop nest (nest 1), knob on
+ * one without (an imported space, a simulated accelerator's) if k takes
+ * knob, else its own, which then does not apply to the task. */
+int cm_feature(const cm_kind *k, int nest);
 /* Whether k is a model (not the model-free "none"). */
 static inline int cm_is_model(const cm_kind *k)
 {

@@ -156,6 +156,7 @@ const cm_kind cm_xgb = {
 	.summary = "XGBoost, AutoTVM's settings; takes a base model (transfer)",
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP |
 	            1u << FEAT_HIDDEN,
+	.feature = FEAT_ITERVAR,
 	.flags = CM_TRANSFER | CM_RANK | CM_CLASSIFY,
 	.fit = xfit,
 	.predict = xpredict,

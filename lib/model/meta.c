@@ -907,6 +907,7 @@ const cm_kind cm_meta = {
 	.name = "meta",
 	.summary = "MetaTune: a GCN on the super-graph, MAML-pretrained head fine-tuned per task",
 	.features = 1u << FEAT_GRAPH,
+	.feature = FEAT_GRAPH,
 	.flags = CM_UNCERTAINTY | CM_FINETUNE,
 	.fit = mfit,
 	.update = mupdate,

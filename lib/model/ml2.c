@@ -254,6 +254,7 @@ const cm_kind cm_ml2 = {
 	.name = "ml2",
 	.summary = "ML2Tuner: XGBoost P ranks, V screens out invalid, A picks on hidden features",
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE | 1u << FEAT_TLP,
+	.feature = FEAT_ITERVAR,
 	.flags = CM_RANK | CM_HIDDEN,
 	.fit = ml2_fit,
 	.predict = ml2_predict,

@@ -1,6 +1,7 @@
 /*
  * modelfile: self-describing model files (format in modelfile.h): a magic
- * line, "key value" lines, "payload N", "end", then N payload bytes. The
+ * line, "key value" lines, "payload N", "payload_sha256 HEX", "end", then N
+ * payload bytes, checked against HEX before they are returned. The
  * encoder and the strict parser work on memory buffers (the store keeps
  * whole files in its model table); mf_write() and mf_read() add the file:
  * writing goes to a temp file in the destination's directory, synced, then
@@ -18,11 +19,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/sha256.h"
 #include "../util/util.h"
 
 #define MF_MAGIC "tunekit-model 1\n"
 #define MF_KEYLEN 31
 #define MF_VALLEN 639
+#define MF_SUMKEY "payload_sha256"
 
 static int key_ok(const char *k, size_t n)
 {
@@ -50,7 +53,8 @@ static int find_key(const mf_meta *m, const char *key)
 int mf_set(mf_meta *m, const char *key, const char *val)
 {
 	assert(m && key && val);
-	if (!key_ok(key, strlen(key)) || !strcmp(key, "payload") || !strcmp(key, "end"))
+	if (!key_ok(key, strlen(key)) || !strcmp(key, "payload") || !strcmp(key, MF_SUMKEY) ||
+	    !strcmp(key, "end"))
 		return tk_seterr(TK_EINVAL, "model file: bad key '%s'", key);
 	if (strlen(val) > MF_VALLEN || strchr(val, '\n') || !value_ok(key, val))
 		return tk_seterr(TK_EINVAL, "model file: bad value of %s", key);
@@ -83,7 +87,9 @@ int mf_encode(const mf_meta *m, const void *payload, size_t len, void **buf, siz
 	tk_sb_puts(&sb, MF_MAGIC);
 	for (int i = 0; i < m->n; i++)
 		tk_sb_printf(&sb, "%s %s\n", m->key[i], m->val[i]);
-	tk_sb_printf(&sb, "payload %zu\nend\n", len);
+	char sum[SHA256_HEX];
+	sha256_hex(len ? payload : "", len, sum);
+	tk_sb_printf(&sb, "payload %zu\n" MF_SUMKEY " %s\nend\n", len, sum);
 	if (len)
 		tk_sb_putn(&sb, payload, len);
 	if (sb.oom) {
@@ -138,6 +144,7 @@ int mf_decode(const void *buf, size_t buflen, mf_meta *m, void **payload, size_t
 	const char *p = buf, *end = p + buflen;
 	size_t want = 0;
 	int have_payload = 0, lineno = 1;
+	char sum[SHA256_HEX] = "", got[SHA256_HEX];
 
 	assert((buf || buflen == 0) && m && payload && len);
 	memset(m, 0, sizeof *m);
@@ -175,6 +182,12 @@ int mf_decode(const void *buf, size_t buflen, mf_meta *m, void **payload, size_t
 			if (parse_size(val, vlen, &want))
 				return tk_seterr(TK_ECORRUPT, "model file: bad payload length '%s'", val);
 			have_payload = 1;
+		} else if (!strcmp(key, MF_SUMKEY)) {
+			if (sum[0])
+				return tk_seterr(TK_ECORRUPT, "model file: duplicate key " MF_SUMKEY);
+			if (vlen != SHA256_HEX - 1 || strspn(val, "0123456789abcdef") != vlen)
+				return tk_seterr(TK_ECORRUPT, "model file: bad " MF_SUMKEY " '%.64s'", val);
+			memcpy(sum, val, sizeof sum);
 		} else {
 			if (find_key(m, key) >= 0)
 				return tk_seterr(TK_ECORRUPT, "model file: duplicate key %s", key);
@@ -192,12 +205,19 @@ int mf_decode(const void *buf, size_t buflen, mf_meta *m, void **payload, size_t
 		return tk_seterr(TK_ECORRUPT, "model file: no payload key");
 	if (!mf_get(m, "kind"))
 		return tk_seterr(TK_ECORRUPT, "model file: no kind key");
+	if (!sum[0])
+		return tk_seterr(TK_ECORRUPT, "model file: no " MF_SUMKEY " key (written by a "
+		                 "tunekit without checksums, or damaged): train the model again");
 	if ((size_t)(end - p) < want)
 		return tk_seterr(TK_ECORRUPT, "model file: truncated payload (%zu of %zu bytes)",
 		                 (size_t)(end - p), want);
 	if ((size_t)(end - p) > want)
 		return tk_seterr(TK_ECORRUPT, "model file: %zu bytes after the payload",
 		                 (size_t)(end - p) - want);
+	sha256_hex(p, want, got);
+	if (strcmp(got, sum))
+		return tk_seterr(TK_ECORRUPT, "model file: the payload does not match its checksum "
+		                 "(the file is damaged)");
 	if (!(*payload = malloc(want ? want : 1)))
 		return tk_seterr(TK_ENOMEM, "out of memory");
 	memcpy(*payload, p, want);

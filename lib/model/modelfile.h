@@ -12,18 +12,25 @@
  *     n_train 1234
  *     created 1795000000
  *     payload 48213
+ *     payload_sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
  *     end
  *     <48213 bytes>
  *
  * Keys are 1 to 31 characters of [A-Za-z0-9_.-]; a value is the rest of
  * the line after one space (at most 639 bytes, no newline, may be empty).
- * "payload" is the framing, written by mf_write() and never part of an
- * mf_meta. Loading checks the magic line, that "kind" and "payload" are
- * present, no key repeats, at most MF_MAXKEY keys besides "payload", that
+ * "payload" and "payload_sha256" (the SHA-256 of the payload bytes, 64
+ * lowercase hex digits) are the framing, written by mf_encode() and never
+ * part of an mf_meta. Loading checks the magic line, that "kind", "payload"
+ * and "payload_sha256" are present, no key repeats, at most MF_MAXKEY keys besides "payload", that
  * the numeric keys tunekit writes parse (integers: payload, feature_version,
  * feature_length, hardware_id, n_train, n_holdout, rounds, seed; numbers:
  * created and every train_* and holdout_* key), and that exactly the
- * announced payload follows "end"; the caller checks that kind, feature
+ * announced payload follows "end", with the announced checksum, before
+ * any model library sees a byte of it (a damaged payload could crash one:
+ * libxgboost's reader trusts what it reads). A file without a checksum,
+ * written by a tunekit before it had them, is refused like a damaged one:
+ * it cannot be told from one, and a model is trained again from the store
+ * that keeps its records. The caller checks that kind, feature
  * kind/version/length and hardware are what it needs.
  */
 #ifndef TK_MODELFILE_H
@@ -42,7 +49,7 @@ typedef struct mf_meta {
 /* An mf_meta starts zeroed (memset or = { 0 }). */
 
 /* Set (add or replace) a key. TK_EINVAL for a malformed or reserved key
- * ("payload"), a value with a newline or too long, or a full meta. */
+ * ("payload", "payload_sha256"), a value with a newline or too long, or a full meta. */
 int mf_set(mf_meta *m, const char *key, const char *val);
 /* Value of key or NULL. */
 const char *mf_get(const mf_meta *m, const char *key);

@@ -221,6 +221,7 @@ const cm_kind cm_rfei = {
 	.name = "rfei",
 	.summary = "AdaTune: 10 bagged XGBoost regressors, mean and deviation",
 	.features = 1u << FEAT_KNOB | 1u << FEAT_ITERVAR | 1u << FEAT_CURVE,
+	.feature = FEAT_ITERVAR,
 	.flags = CM_UNCERTAINTY | CM_EI,
 	.fit = rfit,
 	.predict = rpredict,

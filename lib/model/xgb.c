@@ -64,11 +64,30 @@ void xgb_params_set(xgb_params *p, const char *objective, uint64_t seed, int nth
 	p->rounds = rounds > 0 ? rounds : early_stop ? p->rounds : XGB_ROUNDS_NOVALID;
 }
 
-/* The TK_EIO (or rc) error for a failed XGBoost call named what. */
+/* The TK_EIO (or rc) error for a failed XGBoost call named what, with the
+ * first line of XGBoost's message (the rest is its stack trace), less its
+ * "[hh:mm:ss] file.cc:line: " prefix. */
 static int xgb_err(int rc, const char *what)
 {
-	const char *e = XGBGetLastError();
-	return tk_seterr(rc, "xgboost: %s: %s", what, e && *e ? e : "failed");
+	const char *e = XGBGetLastError(), *c;
+	if (!e || !*e)
+		e = "failed";
+	if (e[0] == '[' && (c = strstr(e, "] ")) && c - e < 16)
+		e = c + 2;
+	if ((c = strstr(e, ": ")) && c - e < 200 && memchr(e, ':', (size_t)(c - e)) &&
+	    !memchr(e, ' ', (size_t)(c - e)) && !memchr(e, '\n', (size_t)(c - e)))
+		e = c + 2; /* "src/learner.cc:123: " */
+	int n = (int)strcspn(e, "\n");
+	while (n > 0 && (e[n - 1] == ' ' || e[n - 1] == '\r'))
+		n--;
+	return tk_seterr(rc, "xgboost: %s: %.*s", what, n, e);
+}
+
+/* XGBoost's console messages go nowhere: errors reach the caller as
+ * return codes. */
+static void xgb_log_discard(const char *msg)
+{
+	(void)msg;
 }
 
 /* Silence XGBoost's console (warnings on stderr included); once per process. */
@@ -77,6 +96,7 @@ static void xgb_quiet(void)
 	static int done;
 	if (!done) {
 		XGBSetGlobalConfig("{\"verbosity\": 0}");
+		XGBRegisterLogCallback(xgb_log_discard);
 		done = 1;
 	}
 }
@@ -418,7 +438,7 @@ int xgb_importance(xgb_model *m, int *d, double **gain)
 	                          &shape, &score)) {
 		free(*gain);
 		*gain = NULL;
-		return tk_seterr(TK_EIO, "xgboost: %s", XGBGetLastError());
+		return xgb_err(TK_EIO, "feature importance");
 	}
 	/* features never split on are absent; the others are named f<index> */
 	for (bst_ulong i = 0; i < nf; i++) {

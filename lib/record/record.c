@@ -180,6 +180,7 @@ int rec_stream_next(rec_stream *r, const char **task, const char **config, int64
 			int ct = find_col(r, "task"), cc = find_col(r, "config"), ci = find_col(r, "id");
 			if (ct >= 0 || cc >= 0 || ci >= 0) {
 				r->header = 1;
+				r->ncol = r->nfield;
 				r->c_task = ct;
 				r->c_config = cc;
 				r->c_id = ci;
@@ -193,6 +194,11 @@ int rec_stream_next(rec_stream *r, const char **task, const char **config, int64
 			need = r->c_config;
 		if (r->c_id > need)
 			need = r->c_id;
+		if (r->header && r->nfield < r->ncol) {
+			tk_seterr(TK_EINVAL, "%s:%d: %d columns, fewer than the header's %d", r->name,
+			          r->lineno, r->nfield, r->ncol);
+			return -TK_EINVAL;
+		}
 		if (r->nfield <= need) {
 			tk_seterr(TK_EINVAL, "%s:%d: expected %s", r->name, r->lineno,
 			          r->header ? "as many columns as the header" : "TASK<TAB>CONFIG");

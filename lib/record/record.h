@@ -50,6 +50,7 @@ typedef struct rec_stream {
 	size_t cap;
 	int started;
 	int header;         /* the first line was a header */
+	int ncol;           /* its columns: no row may have fewer */
 	int c_id, c_task, c_config; /* column numbers, -1 if absent */
 	int nfield;
 	char *field[REC_MAXCOL];
@@ -58,9 +59,9 @@ typedef struct rec_stream {
 void rec_stream_init(rec_stream *r, FILE *f, const char *name);
 /* Next record: 1 with task and config (NULL if the stream has no such
  * column) and *id (-1 if absent) valid until the next call; 0 at the end;
- * TK_EINVAL (negative) with "NAME:LINE: reason" on a malformed line. Lines
- * without a header must be TASK<TAB>CONFIG; blank and '#' lines are
- * skipped. */
+ * TK_EINVAL (negative) with "NAME:LINE: reason" on a malformed line: a row
+ * with fewer columns than the header is one. Lines without a header must
+ * be TASK<TAB>CONFIG; blank and '#' lines are skipped. */
 int rec_stream_next(rec_stream *r, const char **task, const char **config, int64_t *id);
 void rec_stream_free(rec_stream *r);
 

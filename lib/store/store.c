@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -106,9 +107,37 @@ struct tk_store {
 
 /* Map an SQLite result code to a tunekit one and set the message from the
  * connection's last error. Call before resetting the failed statement. */
+/* 1 if the filesystem holding path (or, when path does not exist, its
+ * directory) is mounted read-only. */
+static int on_readonly_fs(const char *path)
+{
+	struct statvfs sv;
+	char dir[4096];
+	if (statvfs(path, &sv) == 0)
+		return (sv.f_flag & ST_RDONLY) != 0;
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		slash[slash == dir] = 0;
+	return statvfs(dir, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
+}
+
 int store_err(tk_store *s, int rc)
 {
 	const char *zMsg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+	int e = s->db ? sqlite3_system_errno(s->db) : 0;
+	/* Conditions of the machine, not of the store: an I/O error (exit 1),
+	 * named as the manual names them. */
+	int prim = rc & 0xff, io = prim == SQLITE_IOERR || prim == SQLITE_FULL ||
+	                           prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY;
+	if (prim == SQLITE_FULL || (io && (e == ENOSPC || e == EDQUOT)))
+		return tk_seterr(TK_EIO, "%s: disk full (%s)", s->zPath,
+		                 e == EDQUOT ? "quota exceeded" : "no space left on the device");
+	if (io && (e == EROFS || on_readonly_fs(s->zPath)))
+		return tk_seterr(TK_EIO, "%s: the record store is on a read-only filesystem",
+		                 s->zPath);
 	switch (rc & 0xff) {
 	case SQLITE_NOTADB:
 		return tk_seterr(TK_ECORRUPT,
@@ -121,7 +150,6 @@ int store_err(tk_store *s, int rc)
 	case SQLITE_LOCKED:
 		return tk_seterr(TK_ESTORE, "%s: database is locked", s->zPath);
 	case SQLITE_CANTOPEN: {
-		int e = s->db ? sqlite3_system_errno(s->db) : 0;
 		return tk_seterr(TK_ESTORE, "%s: cannot open record store: %s", s->zPath,
 		                 e ? strerror(e) : zMsg);
 	}

@@ -245,6 +245,33 @@ static int load_aux(tk_store *st, int feat, int64_t hw, int head, tr_set *ts)
 	return rc;
 }
 
+/* Records in st with features of kind feat, into *n. */
+static int count_feat(tk_store *st, int feat, int64_t *n)
+{
+	hw_list hl = { 0 };
+	int rc = store_hardware_counts(st, feat_kind_name(feat), feat_version(feat), hw_add, &hl);
+	*n = 0;
+	for (int h = 0; h < hl.n; h++)
+		*n += hl.h[h].nfeat;
+	rc = hl.rc ? hl.rc : rc;
+	hw_free(&hl);
+	return rc;
+}
+
+int tr_default_feature(tk_store *st, const cm_kind *k, int *feat)
+{
+	int64_t own, knob;
+	int rc;
+	*feat = cm_feature(k, 1);
+	if (*feat == cm_feature(k, 0))
+		return TK_OK;
+	if ((rc = count_feat(st, *feat, &own)) || own > 0)
+		return rc;
+	if (!(rc = count_feat(st, cm_feature(k, 0), &knob)) && knob > 0)
+		*feat = cm_feature(k, 0);
+	return rc;
+}
+
 int tr_load(tk_store *st, const tr_load_opts *o, tr_set *ts, tr_source *src)
 {
 	const char *kname = feat_kind_name(o->feat);

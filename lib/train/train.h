@@ -81,6 +81,13 @@ typedef struct tr_source {
 	int chosen;              /* hw_id was chosen as the one with the most */
 } tr_source;
 
+/* The feature kind a model of kind k trains on when none is asked for,
+ * into *feat: the kind's own (cm_feature), or knob when no record in st
+ * has features of the kind's own but some have knob features and k takes
+ * knob (the records of imported tasks, which have no loop nest). Errors of
+ * the store only. */
+int tr_default_feature(tk_store *st, const cm_kind *k, int *feat);
+
 /* The rows of one hardware that have stored features of o->feat (see
  * 'tunekit extract-features'), then those of each auxiliary hardware.
  * TK_EINVAL with a message for: no records, ids not in the store or

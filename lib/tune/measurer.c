@@ -105,6 +105,6 @@ int measurer_run(tn_ctx *C, tn_task *t, const sp_config *c, int n, ms_result *ou
 	/* with model A on the CPU, the measured kernels' compiler facts are
 	 * kept, so their hidden features (A trains on them) compile nothing */
 	ms_opts o = C->o->ms;
-	o.reports = C->hidden && strchr(C->o->ml2_stages, 'A') != NULL;
+	o.reports = C->hidden && C->o->ml2_stages != TN_ML2_V;
 	return ms_measure(t->mt, C->target, &o, c, n, out);
 }

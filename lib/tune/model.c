@@ -225,7 +225,7 @@ static int ml2_heldout(tn_ctx *C, tn_task *t, const float *x, int d, const float
                        const float *y)
 {
 	int from = t->ml2_fit_nx, n = t->nx - from, rc;
-	if (!t->model || n <= 0 || strcmp(C->o->objective, "reg"))
+	if (!t->model || n <= 0 || C->o->objective != TN_REG)
 		return TK_OK;
 	float *pp = malloc(sizeof *pp * (size_t)n), *pa = malloc(sizeof *pa * (size_t)n);
 	if (!pp || !pa)
@@ -252,7 +252,7 @@ static int ml2_heldout(tn_ctx *C, tn_task *t, const float *x, int d, const float
 static void fit_params(tn_ctx *C, tn_task *t, cm_params *p)
 {
 	cm_params_default(p);
-	p->rank = strcmp(C->o->objective, "reg") != 0;
+	p->rank = C->o->objective != TN_REG;
 	p->seed = C->o->seed;
 	p->rounds = C->o->xgb_rounds > 0 ? C->o->xgb_rounds : 0;
 	p->early_stop = C->o->xgb_rounds > 0 ? 0 : EARLY_STOP;
@@ -292,6 +292,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 	cm_params p;
 	if (t->nx == 0 || (t->fixed && !t->model))
 		return TK_OK; /* a trained model that is never refit */
+	fcache_free(&t->sc); /* scores of the model before */
 	if ((rc = feat_length(t->feat, t->space, &d)))
 		return rc;
 	x = malloc(sizeof *x * (size_t)t->nx * (size_t)d);
@@ -322,7 +323,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 	if (t->mk->flags & CM_HIDDEN) {
 		/* ML2Tuner: the rows' hidden features for A (none when replayed,
 		 * nor in the ablation without A) */
-		int dh = strchr(C->o->ml2_stages, 'A') ? model_hidden_length(C, t) : 0;
+		int dh = C->o->ml2_stages != TN_ML2_V ? model_hidden_length(C, t) : 0;
 		if (dh > 0 && !(xh = malloc(sizeof *xh * (size_t)t->nx * (size_t)dh))) {
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 			goto done;
@@ -369,7 +370,8 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 	return rc;
 }
 
-int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
+/* The scores of n configurations into out[n] (model_predict, uncached). */
+static int predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 {
 	int d, rc;
 	if (t->mk->flags & CM_EI) {
@@ -404,6 +406,56 @@ int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		rc = cm_predict(m, x, n, d, margin, out);
 	free(x);
 	free(margin);
+	return rc;
+}
+
+/* The scores of the configurations scored under the current model are
+ * kept by index (t->sc, emptied when the model changes: model_fit); an
+ * annealing search comes back to the same points often. */
+int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
+{
+	int rc = TK_OK, nm = 0;
+	if (!t->sc.key && (rc = fcache_init(&t->sc, 1)))
+		return rc;
+	if (fcache_full(&t->sc, n) && (rc = fcache_init(&t->sc, 1)))
+		return rc;
+	int *miss = malloc(sizeof *miss * (size_t)(n > 0 ? n : 1));
+	sp_config *mc = malloc(sizeof *mc * (size_t)(n > 0 ? n : 1));
+	float *ms = malloc(sizeof *ms * (size_t)(n > 0 ? n : 1));
+	if (!miss || !mc || !ms) {
+		rc = tk_seterr(TK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t s = fslot(&t->sc, sp_index(t->space, &c[i]));
+		if (t->sc.key[s]) {
+			out[i] = t->sc.val[s];
+		} else {
+			miss[nm] = i;
+			mc[nm++] = c[i];
+		}
+	}
+	if (nm == 0 || (rc = predict(C, t, mc, nm, ms)))
+		goto done;
+	for (int j = 0; j < nm; j++) {
+		uint64_t idx = sp_index(t->space, &mc[j]);
+		int64_t s = fslot(&t->sc, idx);
+		out[miss[j]] = ms[j];
+		if (t->sc.key[s] || fcache_full(&t->sc, 1))
+			continue; /* a configuration twice in c, or no room */
+		if (2 * (t->sc.n + 1) > t->sc.cap) {
+			if ((rc = fcache_grow(&t->sc)))
+				goto done;
+			s = fslot(&t->sc, idx);
+		}
+		t->sc.key[s] = idx + 1;
+		t->sc.val[s] = ms[j];
+		t->sc.n++;
+	}
+done:
+	free(miss);
+	free(mc);
+	free(ms);
 	return rc;
 }
 
@@ -455,28 +507,41 @@ int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, tk_store *hs
 	tr_set H;
 	float *y = NULL;
 	char *sel = NULL;
-	int rc;
+	int rc = TK_OK, nh = 0;
 	memset(&H, 0, sizeof H);
 	*nrec = 0;
-	if ((rc = tr_set_from_history(hs, hw_key, C->feat, &H)))
-		goto done;
-	y = malloc(sizeof *y * (size_t)(H.n > 0 ? H.n : 1));
-	sel = malloc((size_t)(H.n > 0 ? H.n : 1));
-	if (!y || !sel) {
-		rc = tk_seterr(TK_ENOMEM, "out of memory");
-		goto done;
-	}
-	tr_labels(&H, y);
-	for (int i = 0; !rc && i < ntask; i++) {
-		int64_t used;
-		if (!(rc = base_train(C, tasks[i], &H, y, sel, &used)))
-			*nrec += used;
+	/* the history's rows of each feature kind the tasks read */
+	for (int f = 0; f < FEAT_NKIND && !rc; f++) {
+		int used = 0;
+		for (int i = 0; i < ntask; i++)
+			used |= tasks[i]->feat == f;
+		if (!used)
+			continue;
+		tr_set_free(&H);
+		free(y);
+		free(sel);
+		y = NULL;
+		sel = NULL;
+		if ((rc = tr_set_from_history(hs, hw_key, f, &H)))
+			break;
+		nh = H.n > nh ? H.n : nh;
+		y = malloc(sizeof *y * (size_t)(H.n > 0 ? H.n : 1));
+		sel = malloc((size_t)(H.n > 0 ? H.n : 1));
+		if (!y || !sel) {
+			rc = tk_seterr(TK_ENOMEM, "out of memory");
+			break;
+		}
+		tr_labels(&H, y);
+		for (int i = 0; !rc && i < ntask; i++) {
+			int64_t n;
+			if (tasks[i]->feat == f && !(rc = base_train(C, tasks[i], &H, y, sel, &n)))
+				*nrec += n;
+		}
 	}
 	if (!rc && *nrec == 0)
 		rc = tk_seterr(TK_EINVAL, "%s: too little history for transfer: %d usable records on "
 		               "hardware %s, fewer than %d of any tuned task's operator, task or knob"
-		               " space", hs_name, H.n, hw_key, HISTORY_MIN);
-done:
+		               " space", hs_name, nh, hw_key, HISTORY_MIN);
 	free(y);
 	free(sel);
 	tr_set_free(&H);

@@ -12,10 +12,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "train/train.h"
+#include "tune_int.h"
 
 #define F(field) offsetof(tn_opts, field), sizeof(((tn_opts *)0)->field)
 #define BIG 1e15
+
+/* ---- the names of enumerated options ------------------------------------ */
+
+static const char *objective_name(int v)
+{
+	static const char *const n[] = { [TN_RANK] = "rank", [TN_REG] = "reg" };
+	return v >= 0 && v < ArraySize(n) ? n[v] : NULL;
+}
+
+static const char *stages_name(int v)
+{
+	static const char *const n[] = { [TN_ML2_VA] = "VA", [TN_ML2_V] = "V", [TN_ML2_A] = "A" };
+	return v >= 0 && v < ArraySize(n) ? n[v] : NULL;
+}
+
+static const char *controller_name(int v)
+{
+	return v >= 0 && v < tn_nctls ? tn_ctls[v]->name : NULL;
+}
+
+/* 0: never refit; else a row of tr_methods[] */
+static const char *adapt_name(int v)
+{
+	return v == 0 ? "" : v > 0 && v <= tr_nmethods ? tr_methods[v - 1].name : NULL;
+}
+
+/* 0: auto; else a row of cm_kinds[] */
+static const char *model_name(int v)
+{
+	return v == 0 ? "auto" : v > 0 && v <= cm_nkinds ? cm_kinds[v - 1]->name : NULL;
+}
+
+
+/* ---- the table --------------------------------------------------------- */
 
 const tn_optdesc tn_optdescs[] = {
 	{ "trials", "trials", TN_I64, F(trials), 1, BIG, "N", "measurement budget (default 200)", 0 },
@@ -26,8 +61,9 @@ const tn_optdesc tn_optdescs[] = {
 	{ "search", "search", TN_STR, F(search), 0, 0, "NAME",
 	  "search (default sa; see 'tunekit help searches')", TN_KEEP },
 	{ "feature", "feature", TN_STR, F(feature), 0, 0, "KIND",
-	  "features of the model: itervar (default), knob, curve, tlp, graph", TN_KEEP },
-	{ "objective", "objective", TN_STR, F(objective), 0, 0, "OBJ",
+	  "features of the model: itervar, knob, curve, tlp, graph (default: the model's;"
+	  " knob without a loop nest)", TN_KEEP },
+	{ "objective", "objective", TN_ENUM, F(objective), 0, 0, "OBJ",
 	  "rank (default, pairwise) or reg (squared error)", TN_KEEP },
 	{ "plan_size", "plan-size", TN_INT, F(plan_size), 1, 1e6, "N",
 	  "trials planned per model fit (default 64)", 0 },
@@ -57,16 +93,16 @@ const tn_optdesc tn_optdescs[] = {
 	  "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)", 0 },
 	{ "model_file", "model-file", TN_STR, F(model_file), 0, 0, "FILE",
 	  "score candidates with this trained model (tunekit train), never refit", TN_KEEP },
-	{ "other_model", "other-model", TN_STR, F(other_model), 0, 0, "NAME",
+	{ "other_model", "other-model", TN_ENUM, F(other_model), 0, 0, "NAME",
 	  "with a meta model: tasks of operators it was not meta-trained on use this model"
 	  " (default auto: xgb, or rfei for bo; none: the meta model for all)", TN_KEEP },
-	{ "adapt", "adapt", TN_STR, F(adapt), 0, 0, "METHOD",
+	{ "adapt", "adapt", TN_ENUM, F(adapt), 0, 0, "METHOD",
 	  "with --model-file: adapt it to each task's records at every refit (moses, finetune, xgb-warm)",
 	  TN_KEEP },
 	{ "alpha", "alpha", TN_DBL, F(alpha), 0, 100, "A",
 	  "ml2: (A + 1) x batch candidates pass V and are compiled, A picks the batch (default 1)",
 	  TN_KEEP },
-	{ "ml2_stages", "ml2-stages", TN_STR, F(ml2_stages), 0, 0, "S",
+	{ "ml2_stages", "ml2-stages", TN_ENUM, F(ml2_stages), 0, 0, "S",
 	  "ml2: stages besides P: VA (default), V (no compile) or A (no validity filter)", TN_KEEP },
 	{ "transfer_from", "transfer-from", TN_STR, F(transfer_from), 0, 0, "DB",
 	  "history store for a transfer-learning base model", TN_KEEP },
@@ -84,15 +120,15 @@ const tn_optdesc tn_optdescs[] = {
 	{ "shard", "shard", TN_STR, F(shard), 0, 0, "I/K",
 	  "tune the I-th of K shares of the tasks, with that share of the trials (see tunekit merge)",
 	  TN_KEEP },
-	{ "controller", "controller", TN_STR, F(controller), 0, 0, "NAME",
+	{ "controller", "controller", TN_ENUM, F(ctl.kind), 0, 0, "NAME",
 	  "none (default) or moses: stop measuring a task once its model is certain", TN_KEEP },
-	{ "controller_cv", "controller-cv", TN_DBL, F(controller_cv), 0, 100, "X",
+	{ "controller_cv", "controller-cv", TN_DBL, F(ctl.cv), 0, 100, "X",
 	  "moses: once the CV of the model's batch means is under X (default 0.1)", TN_KEEP },
-	{ "controller_share", "controller-share", TN_DBL, F(controller_share), 0, 1, "P",
+	{ "controller_share", "controller-share", TN_DBL, F(ctl.share), 0, 1, "P",
 	  "moses: measure at most this share of a task's trials (default 0.5)", TN_KEEP },
-	{ "controller_batches", "controller-batches", TN_INT, F(controller_batches), 2, 1000, "Q",
+	{ "controller_batches", "controller-batches", TN_INT, F(ctl.batches), 2, 1000, "Q",
 	  "moses: the CV is over the last Q measured batches (default 4)", TN_KEEP },
-	{ "controller_top", "controller-top", TN_INT, F(controller_top), 0, 1e6, "K",
+	{ "controller_top", "controller-top", TN_INT, F(ctl.top), 0, 1e6, "K",
 	  "moses: then measure the K best predicted configurations of a task (default 8)", TN_KEEP },
 	/* the measurement options (common to measure and tune: cmd's ms_cli) */
 	{ "jobs", NULL, TN_INT, F(ms.jobs), 1, 4096, NULL, NULL, 0 },
@@ -126,6 +162,29 @@ static int shard_check(const char *text)
 	return tk_shard_parse(text, &sh);
 }
 
+/* The options of type TN_ENUM: what their values are in messages
+ * ("unknown controller 'x'") and the name of each value v (NULL past the
+ * last). */
+static const struct {
+	const char *key, *what;
+	const char *(*name)(int v);
+} enums[] = {
+	{ "objective", "objective", objective_name },
+	{ "ml2_stages", "ml2 stages", stages_name },
+	{ "controller", "controller", controller_name },
+	{ "adapt", "transfer method", adapt_name },
+	{ "other_model", "model", model_name },
+};
+
+static int enum_of(const tn_optdesc *d)
+{
+	for (int i = 0; i < ArraySize(enums); i++)
+		if (!strcmp(d->key, enums[i].key))
+			return i;
+	assert(!"an option of type TN_ENUM without names");
+	return 0;
+}
+
 /* The string options that have a form, with its check: TK_OK, or TK_EINVAL
  * with the message set. */
 static const struct {
@@ -144,13 +203,15 @@ static double get_num(const tn_opts *o, const tn_optdesc *d)
 	case TN_I64: return (double)*(const int64_t *)p;
 	case TN_U64: return (double)*(const uint64_t *)p;
 	case TN_DBL: return *(const double *)p;
+	case TN_ENUM: return *(const int *)p;
 	}
 	return 0;
 }
 
 static int in_range(const tn_optdesc *d, double v)
 {
-	return d->type == TN_STR || d->type == TN_U64 || (v >= d->min && v <= d->max);
+	return d->type == TN_STR || d->type == TN_U64 || d->type == TN_ENUM ||
+	       (v >= d->min && v <= d->max);
 }
 
 int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text)
@@ -168,6 +229,23 @@ int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text)
 				return rc;
 		memcpy(p, text, strlen(text) + 1);
 		return TK_OK;
+	}
+	if (d->type == TN_ENUM) {
+		const char *(*name)(int) = enums[enum_of(d)].name;
+		char names[256];
+		size_t len = 0;
+		for (int v = 0; name(v); v++)
+			if (!strcmp(text, name(v))) {
+				*(int *)p = v;
+				return TK_OK;
+			}
+		names[0] = 0;
+		for (int v = 0; name(v) && len < sizeof names; v++)
+			if (*name(v))
+				len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+				                        len ? ", " : "", name(v));
+		return tk_seterr(TK_EINVAL, "unknown %s '%s' (%s)", enums[enum_of(d)].what, text,
+		                 names);
 	}
 	if (d->type == TN_DBL) {
 		if (tk_parse_f64(text, &x) || !isfinite(x))
@@ -209,6 +287,9 @@ char *tn_opts_format(const tn_opts *o, int ntask, char *const *task, const doubl
 		const char *p = (const char *)o + d->off;
 		switch (d->type) {
 		case TN_STR: tk_sb_printf(&sb, "%s=%s\n", d->key, p); break;
+		case TN_ENUM:
+			tk_sb_printf(&sb, "%s=%s\n", d->key, enums[enum_of(d)].name(*(const int *)p));
+			break;
 		case TN_INT: tk_sb_printf(&sb, "%s=%d\n", d->key, *(const int *)p); break;
 		case TN_I64: tk_sb_printf(&sb, "%s=%lld\n", d->key, (long long)*(const int64_t *)p); break;
 		case TN_U64:

@@ -24,8 +24,6 @@ void tn_opts_default(tn_opts *o)
 	o->trials = 200;
 	snprintf(o->model, sizeof o->model, "xgb");
 	snprintf(o->search, sizeof o->search, "sa");
-	snprintf(o->feature, sizeof o->feature, "itervar");
-	snprintf(o->objective, sizeof o->objective, "rank");
 	o->plan_size = 64;
 	o->epsilon = 0.05;
 	o->batch = 16;
@@ -34,15 +32,12 @@ void tn_opts_default(tn_opts *o)
 	o->regtile = -1;
 	o->confirm = 8;
 	o->cover = 16;
-	snprintf(o->controller, sizeof o->controller, "none");
-	o->controller_cv = 0.1;
-	o->controller_share = 0.5;
-	o->controller_batches = 4;
-	o->controller_top = 8;
+	o->ctl.cv = 0.1;
+	o->ctl.share = 0.5;
+	o->ctl.batches = 4;
+	o->ctl.top = 8;
 	o->bo_kappa = 2;
 	o->alpha = 1;
-	snprintf(o->ml2_stages, sizeof o->ml2_stages, "VA");
-	snprintf(o->other_model, sizeof o->other_model, "auto");
 	sr_sa_opts_default(&o->sa);
 	ms_opts_default(&o->ms);
 }
@@ -105,13 +100,16 @@ static int pool_load(tn_ctx *C, tn_task *t)
 	return rc;
 }
 
-/* t's cost model: the job's, or for an operator the model file was not
- * trained on (C->ops) the other model, from scratch on itervar features
- * (knob for a task without a program). */
+/* t's cost model: the job's on the features asked for, or by default
+ * those the model reads on t (cm_feature: knob without a loop nest, as
+ * an imported task's or a simulated accelerator's); or for an operator the
+ * model file was not trained on (C->ops) the other model, from scratch on
+ * itervar features (knob for a task without a program). */
 static int task_model(const tn_ctx *C, tn_task *t)
 {
+	int nest = t->space->prog && !(C->target && (C->target->flags & TK_TARGET_SIMULATED));
 	t->mk = C->mk;
-	t->feat = C->feat;
+	t->feat = C->feat >= 0 ? C->feat : cm_feature(C->mk, nest);
 	t->fixed = C->fixed;
 	if (!C->other || tk_list_has(C->ops, t->key, strcspn(t->key, ":")))
 		return TK_OK;
@@ -169,6 +167,9 @@ static int task_open(tn_ctx *C, const char *key, double weight, tn_task **out)
 	}
 	if (t->feat != FEAT_KNOB && !t->space->prog && C->model_based) {
 		tuner_task_free(t);
+		if (C->feat < 0)
+			return tk_seterr(TK_EINVAL, "%s has no program: model %s reads %s features,"
+			                 " which need one", key, C->mk->name, feat_kind_name(t->feat));
 		return tk_seterr(TK_EINVAL, "%s has no program: only --feature knob applies to it", key);
 	}
 	tk_rng_seed(&t->rng, C->o->seed, tk_hash64(t->key, strlen(t->key), 0));
@@ -319,39 +320,20 @@ static int reload_rec(void *p, const store_rec *rec)
 
 /* ---- the job ------------------------------------------------------------------------ */
 
-typedef struct job {
-	tn_ctx C;
-	tn_task **tk;
-	int ntask;
-	rec_session s;
-	double sim_clock;   /* replay: simulated Unix time */
-	double start;
-	int64_t used, invalid;
-	int64_t confirmed;  /* measurements of the confirmation */
-	int64_t final;      /* the controller's final measurements */
-	double clock0;      /* job_clock() when the budget started */
-	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
-	int64_t round;      /* trials per scheduling round: o->round, but at most
-	                       trials / tasks, so that a small budget still
-	                       reaches every task of a network */
-} job;
-
 /* Seconds: simulated when replaying, else the monotonic clock. */
-static double job_clock(const job *J)
+static double job_clock(const tn_job *J)
 {
 	return J->C.data ? J->sim_clock : tk_now();
 }
 
-static int out_of_time(const job *J)
+static int out_of_time(const tn_job *J)
 {
 	return J->C.o->time_budget > 0 && job_clock(J) - J->clock0 >= J->C.o->time_budget;
 }
 
-/* Store n results of task t (their ids into ids) and pass them to the
- * record stream. */
-static int keep_results(job *J, tn_task *t, const tn_hooks *h, const ms_result *r, int n,
-                        int64_t *ids)
+int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids)
 {
+	const tn_hooks *h = J->h;
 	int trial0 = J->s.trial;
 	int rc = rec_batch(&J->s, t->task_id, r, n, ids);
 	if (!rc && h && h->records)
@@ -359,163 +341,10 @@ static int keep_results(job *J, tn_task *t, const tn_hooks *h, const ms_result *
 	return rc;
 }
 
-/* ---- the adaptive controller --------------------------------------------------
- *
- * Moses' adaptive controller (section 3.5), with --controller moses: a
- * task's trials are measured until its cost model is certain, then the
- * model answers the rest. Before each measured batch the model scores the
- * batch's configurations, and the controller keeps the mean score of each
- * batch; once the last controller_batches means have a coefficient of
- * variation (their standard deviation over the absolute value of their
- * mean) under controller_cv, or the task has measured controller_share of
- * its trials (of the budget for one task, of an even share of it in a
- * network), the task stops measuring, though never before its model's
- * first fit. Its later trials are the model's alone: configurations the
- * search plans on the model (a new plan on the same model when one runs
- * out), scored and not measured, counted in the budget; after the budget
- * the controller_top of them the model scores best are measured. The
- * counts go to the run log per task (trials:measured:TASK with those final
- * measurements, trials:predicted:TASK). */
-
-static int ctl_on(const tn_ctx *C)
-{
-	return !strcmp(C->o->controller, "moses");
-}
-
-static int has_model(const tn_ctx *C, const tn_task *t)
-{
-	return t->model || t->base || t->fixed;
-}
-
-/* The mean of the model's scores of cfg[0..n) into *mu. */
-static int ctl_score(tn_ctx *C, tn_task *t, const sp_config *cfg, int n, float *score, double *mu)
-{
-	int rc = model_predict(C, t, cfg, n, score);
-	double s = 0;
-	for (int i = 0; !rc && i < n; i++)
-		s += score[i];
-	*mu = n > 0 ? s / n : 0;
-	return rc;
-}
-
-/* Keep the controller_top best of n predicted configurations. */
-static int ctl_keep(const tn_ctx *C, tn_task *t, const sp_config *c, const float *s, int n)
-{
-	int k = C->o->controller_top;
-	if (k <= 0)
-		return TK_OK;
-	if (!t->ctop) {
-		t->ctop = malloc(sizeof *t->ctop * (size_t)k);
-		t->ctop_s = malloc(sizeof *t->ctop_s * (size_t)k);
-		if (!t->ctop || !t->ctop_s)
-			return tk_seterr(TK_ENOMEM, "out of memory");
-	}
-	for (int i = 0; i < n; i++) {
-		int at = t->nctop < k ? t->nctop++ : -1;
-		if (at < 0) {
-			int worst = 0;
-			for (int j = 1; j < k; j++)
-				if (t->ctop_s[j] < t->ctop_s[worst])
-					worst = j;
-			if (!(s[i] > t->ctop_s[worst]))
-				continue;
-			at = worst;
-		}
-		t->ctop[at] = c[i];
-		t->ctop_s[at] = s[i];
-	}
-	return TK_OK;
-}
-
-/* After a measured batch of t (scored: the model's mean score mu of it):
- * whether t stops measuring. */
-static void ctl_measured(const job *J, tn_task *t, int scored, double mu)
-{
-	const tn_opts *o = J->C.o;
-	int q = o->controller_batches;
-	if (scored)
-		t->cmean[t->ncmean++ % CTL_MAXQ] = mu;
-	if (!has_model(&J->C, t))
-		return;
-	double budget = J->ntask > 1 ? (double)o->trials / J->ntask : (double)o->trials;
-	if ((double)t->measured >= o->controller_share * budget) {
-		t->predicting = 1;
-		return;
-	}
-	if (t->ncmean < q)
-		return;
-	double m = 0, v = 0;
-	for (int i = 1; i <= q; i++)
-		m += t->cmean[(t->ncmean - i) % CTL_MAXQ];
-	m /= q;
-	for (int i = 1; i <= q; i++) {
-		double d = t->cmean[(t->ncmean - i) % CTL_MAXQ] - m;
-		v += d * d;
-	}
-	if (fabs(m) > 1e-12 && sqrt(v / q) / fabs(m) < o->controller_cv)
-		t->predicting = 1;
-}
-
-/* A batch of trials the model answers: planned, scored, not measured. */
-static int predict_batch(job *J, tn_task *t, int want, int *got)
-{
-	tn_ctx *C = &J->C;
-	sp_config *cfg = malloc(sizeof *cfg * (size_t)want);
-	float *score = malloc(sizeof *score * (size_t)want);
-	int n = 0, rc;
-	double mu, t0 = tk_now();
-	*got = 0;
-	if (!cfg || !score)
-		rc = tk_seterr(TK_ENOMEM, "out of memory");
-	else if (!(rc = tuner_next_predicted(C, t, want, cfg, &n)) && n > 0 &&
-	         !(rc = ctl_score(C, t, cfg, n, score, &mu)))
-		rc = ctl_keep(C, t, cfg, score, n);
-	double think = tk_now() - t0;
-	J->tuner_s += think;
-	J->sim_clock += think;
-	if (!rc) {
-		J->used += n;
-		t->predicted += n;
-		*got = n;
-	}
-	free(cfg);
-	free(score);
-	return rc;
-}
-
-/* After the budget: measure the best predicted configurations of t. */
-static int ctl_final(job *J, tn_task *t, const tn_hooks *h)
-{
-	int n = t->nctop, rc;
-	ms_result *r = calloc((size_t)n, sizeof *r);
-	int64_t *ids = calloc((size_t)n, sizeof *ids);
-	double cost = 0;
-	if (!r || !ids) {
-		rc = tk_seterr(TK_ENOMEM, "out of memory");
-		goto done;
-	}
-	if ((rc = measurer_run(&J->C, t, t->ctop, n, r, &cost)))
-		goto done;
-	if (J->C.data)
-		for (int i = 0; i < n; i++)
-			r[i].at = J->sim_clock + cost * (i + 1) / n;
-	J->sim_clock += cost;
-	if (!(rc = keep_results(J, t, h, r, n, ids)))
-		rc = tuner_update(&J->C, t, t->ctop, r, n);
-	t->measured += n;
-	J->final += n;
-	t->nctop = 0;
-	ms_results_free(r, n);
-done:
-	free(r);
-	free(ids);
-	return rc;
-}
-
 /* ML2Tuner's explorer: what V dropped and what was compiled for the
  * batch, and the held-out errors of P and A at each refit, into the run
  * log (round: trials so far), then zeroed. */
-static int ml2_log(job *J, tn_task *t)
+static int ml2_log(tn_job *J, tn_task *t)
 {
 	const char *key[] = { "ml2_dropped", "ml2_compiled", "ml2_failed", "ml2_heldout",
 	                      "ml2_sse_p", "ml2_sse_a" };
@@ -534,7 +363,8 @@ static int ml2_log(job *J, tn_task *t)
 	return rc;
 }
 
-static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
+/* A measured batch of up to want trials of t (*got of them). */
+static int run_batch(tn_job *J, tn_task *t, int want, int *got)
 {
 	tn_ctx *C = &J->C;
 	sp_config *cfg = malloc(sizeof *cfg * (size_t)want);
@@ -547,17 +377,11 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
-	double t0 = tk_now(), mu = 0;
-	int scored = 0;
+	double t0 = tk_now();
 	if ((rc = tuner_next(C, t, want, cfg, &n)) || n == 0)
 		goto done;
-	if (ctl_on(C) && (scored = has_model(C, t))) {
-		float *score = malloc(sizeof *score * (size_t)n);
-		rc = score ? ctl_score(C, t, cfg, n, score, &mu) : tk_seterr(TK_ENOMEM, "out of memory");
-		free(score);
-		if (rc)
-			goto done;
-	}
+	if (C->ctl->before && (rc = C->ctl->before(J, t, cfg, n)))
+		goto done;
 	double think = tk_now() - t0; /* replay: the model and search time is real */
 	J->tuner_s += think;
 	if ((rc = measurer_run(C, t, cfg, n, r, &cost)))
@@ -567,7 +391,7 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 		for (int i = 0; i < n; i++)
 			r[i].at = J->sim_clock + cost * (i + 1) / n;
 	J->sim_clock += cost;
-	if ((rc = keep_results(J, t, h, r, n, ids)))
+	if ((rc = job_keep(J, t, r, n, ids)))
 		goto free_results;
 	for (int i = 0; i < n; i++)
 		J->invalid += r[i].error != MEAS_OK;
@@ -576,8 +400,8 @@ static int run_batch(job *J, tn_task *t, int want, const tn_hooks *h, int *got)
 	rc = tuner_update(C, t, cfg, r, n);
 	J->tuner_s += tk_now() - t0;
 	t->measured += n;
-	if (!rc && ctl_on(C))
-		ctl_measured(J, t, scored, mu);
+	if (!rc && C->ctl->after)
+		rc = C->ctl->after(J, t);
 	if (!rc && (C->mk->flags & CM_HIDDEN))
 		rc = ml2_log(J, t);
 	if (!rc && (C->sk->flags & SR_CONTEXT_EPSILON) && t->fits > t->logged_fits) {
@@ -621,7 +445,7 @@ static float median3(float a, float b, float c)
 
 /* Measure configurations top[0..n) of t twice more, in turns; *bar rises to
  * the best median of three among them. */
-static int confirm_round(job *J, tn_task *t, const tn_hooks *h, const int *top, int n, float *bar)
+static int confirm_round(tn_job *J, tn_task *t, const int *top, int n, float *bar)
 {
 	int m = 2 * n, rc;
 	sp_config *cfg = malloc(sizeof *cfg * (size_t)m);
@@ -636,7 +460,7 @@ static int confirm_round(job *J, tn_task *t, const tn_hooks *h, const int *top, 
 		cfg[i] = t->xc[top[i % n]];
 	if ((rc = measurer_run(&J->C, t, cfg, m, r, &cost)))
 		goto done;
-	rc = keep_results(J, t, h, r, m, ids);
+	rc = job_keep(J, t, r, m, ids);
 	J->confirmed += m;
 	for (int i = 0; i < n; i++) {
 		float y = median3(t->ys[top[i]], (float)tuner_throughput(t, &r[i]),
@@ -651,7 +475,7 @@ done:
 	return rc;
 }
 
-static int confirm_task(job *J, tn_task *t, const tn_hooks *h)
+static int confirm_task(tn_job *J, tn_task *t)
 {
 	int k = J->C.o->confirm, rc = TK_OK;
 	int *top = malloc(sizeof *top * (size_t)k);
@@ -675,7 +499,7 @@ static int confirm_task(job *J, tn_task *t, const tn_hooks *h)
 		}
 		if (n == 0 || rc)
 			break;
-		rc = confirm_round(J, t, h, top, n, &bar);
+		rc = confirm_round(J, t, top, n, &bar);
 	}
 	sr_set_free(&done);
 	free(top);
@@ -687,7 +511,7 @@ static int confirm_task(job *J, tn_task *t, const tn_hooks *h)
  * tuner less its model fits and the builds for hidden features), fit,
  * codegen, compile and run, and the kernels compiled and found in the
  * build cache (the builds for hidden features included). */
-static int log_time(job *J)
+static int log_time(tn_job *J)
 {
 	double v[8] = { J->tuner_s, 0, 0, 0, 0, 0, 0, 0 };
 	static const char *const key[8] = { "seconds:search", "seconds:fit", "seconds:codegen",
@@ -714,7 +538,7 @@ static int log_time(job *J)
 		if (rc)
 			return rc;
 	}
-	for (int i = 0; i < J->ntask && ctl_on(&J->C); i++) {
+	for (int i = 0; i < J->ntask && (J->C.ctl->flags & TN_CTL_ANSWERS); i++) {
 		char k[700];
 		int rc;
 		snprintf(k, sizeof k, "trials:measured:%s", J->tk[i]->key);
@@ -737,8 +561,10 @@ static int log_time(job *J)
 	return TK_OK;
 }
 
-static void report(job *J, tn_task *t, const tn_opts *o, const tn_hooks *h)
+static void report(tn_job *J, tn_task *t)
 {
+	const tn_opts *o = J->C.o;
+	const tn_hooks *h = J->h;
 	if (!h || !h->progress)
 		return;
 	tn_status s;
@@ -758,15 +584,17 @@ static void report(job *J, tn_task *t, const tn_opts *o, const tn_hooks *h)
  * model fitted from scratch that the search can plan on. */
 static int other_model(const tn_opts *o, tn_ctx *C)
 {
-	const char *name = o->other_model;
 	int rc;
-	C->other = NULL;
-	if (!strcmp(name, "none"))
+	assert(o->other_model >= 0 && o->other_model <= cm_nkinds);
+	C->other = o->other_model ? cm_kinds[o->other_model - 1] : NULL;
+	if (C->other && !cm_is_model(C->other)) { /* none: the file's model for all */
+		C->other = NULL;
 		return TK_OK;
-	if (!strcmp(name, "auto"))
-		name = C->sk->flags & SR_NEEDS_UNCERTAINTY ? "rfei" : "xgb";
-	if ((rc = cm_lookup(name, &C->other)))
+	}
+	if (!C->other &&
+	    (rc = cm_lookup(C->sk->flags & SR_NEEDS_UNCERTAINTY ? "rfei" : "xgb", &C->other)))
 		return rc;
+	const char *name = C->other->name;
 	if (!cm_is_model(C->other) || (C->other->flags & (CM_HIDDEN | CM_FINETUNE)))
 		return tk_seterr(TK_EINVAL, "--other-model %s: not a model fitted from scratch"
 		                 " (xgb, rfei, ...)", name);
@@ -782,7 +610,8 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 {
 	char names[256];
 	int rc;
-	if ((C->feat = feat_kind_parse(o->feature)) < 0)
+	C->feat = -1; /* by default each task's model's (task_model) */
+	if (o->feature[0] && (C->feat = feat_kind_parse(o->feature)) < 0)
 		return tk_seterr(TK_EINVAL, "unknown feature kind '%s' (knob, itervar, curve, tlp, graph,"
 		                 " hidden)", o->feature);
 	if (C->feat == FEAT_HIDDEN)
@@ -801,34 +630,29 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 		cm_names(names, sizeof names, 0, 1);
 		return tk_seterr(TK_EINVAL, "%s needs a model: --model %s", C->sk->name, names);
 	}
-	if (cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
+	if (C->feat >= 0 && cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
 		return tk_seterr(TK_EINVAL, "model %s does not take %s features", C->mk->name,
 		                 o->feature);
-	if (strcmp(o->objective, "rank") && strcmp(o->objective, "reg"))
-		return tk_seterr(TK_EINVAL, "unknown objective '%s' (rank, reg)", o->objective);
-	if (o->adapt[0]) {
-		const tr_method *tm;
+	if (o->adapt) {
+		assert(o->adapt > 0 && o->adapt <= tr_nmethods);
+		const tr_method *tm = &tr_methods[o->adapt - 1];
 		if (!o->model_file[0])
 			return tk_seterr(TK_EINVAL, "--adapt adapts a trained model: give --model-file");
-		if ((rc = tr_method_lookup(o->adapt, &tm)))
-			return rc;
 		if (!tm->adapt || !(C->mk->adapts & (unsigned)tm->adapt))
 			return tk_seterr(TK_EINVAL, "--adapt %s does not adapt a model of kind %s",
-			                 o->adapt, C->mk->name);
+			                 tm->name, C->mk->name);
 		C->adapt = tm->adapt;
 	}
 	if ((rc = other_model(o, C)))
 		return rc;
-	if (strcmp(o->ml2_stages, "VA") && strcmp(o->ml2_stages, "V") && strcmp(o->ml2_stages, "A"))
-		return tk_seterr(TK_EINVAL, "unknown ml2 stages '%s' (VA, V, A)", o->ml2_stages);
 	if ((C->mk->flags & CM_HIDDEN) && !C->model_based)
 		return tk_seterr(TK_EINVAL, "model %s needs a search that plans on it", C->mk->name);
-	if (strcmp(o->controller, "none") && strcmp(o->controller, "moses"))
-		return tk_seterr(TK_EINVAL, "unknown controller '%s' (none, moses)", o->controller);
-	if (!strcmp(o->controller, "moses") && !C->model_based) {
+	assert(o->ctl.kind >= 0 && o->ctl.kind < tn_nctls);
+	C->ctl = tn_ctls[o->ctl.kind];
+	if ((C->ctl->flags & TN_CTL_MODEL) && !C->model_based) {
 		cm_names(names, sizeof names, 0, 1);
-		return tk_seterr(TK_EINVAL, "the adaptive controller needs a model (%s) and a search"
-		                 " that plans on it", names);
+		return tk_seterr(TK_EINVAL, "controller %s needs a model (%s) and a search that plans"
+		                 " on it", C->ctl->name, names);
 	}
 	if (o->replay_pool && !o->replay[0])
 		return tk_seterr(TK_EINVAL, "--replay-pool searches a replay store's configurations:"
@@ -843,97 +667,103 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	return tn_opts_check(o);
 }
 
-/* What a run records and shares its rounds by: the options as given and
- * every task, of which a shard tunes a share (tn_tune). */
-typedef struct job_all {
-	const tn_opts *o;
+/* What a job is asked (tn_tune): tasks and options of its own (a shard's
+ * share of the trials), and what the run records and shares its rounds
+ * by: the options as given and every task. */
+typedef struct job_args {
+	tk_store *st;
+	const tn_stores *in;
+	const tk_target *target;
 	int ntask;
 	char *const *task;
-	const double *weight;
-} job_all;
+	const double *weight;     /* NULL: all 1 */
+	const tn_opts *o;
+	int all_ntask;
+	char *const *all_task;
+	const double *all_weight;
+	const tn_opts *all_o;
+	const char *argv;
+	int64_t resume_run;
+} job_args;
 
-/* Tune task[0..ntask) with o (a shard's options: its share of the trials)
- * as a run recording all's options and tasks. */
-static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, int ntask,
-                    char *const *task, const double *weight, const tn_opts *o,
-                    const job_all *all, const char *argv, int64_t resume_run,
-                    const tn_hooks *h, tn_result *res)
+/* Opening, 1: the options checked, the tasks opened with their models
+ * (the model file's features checked, a copy of it for each task that
+ * fine-tunes or adapts it) and their register tiles bounded. */
+static int job_tasks(tn_job *J, const job_args *A, tn_result *res)
 {
-	job J;
+	const tn_opts *o = A->o;
+	const tn_stores *in = A->in;
 	int rc;
-	memset(&J, 0, sizeof J);
-	memset(res, 0, sizeof *res);
-	J.C.o = o;
-	J.C.target = target;
-	J.start = tk_now();
-	if ((rc = check_opts(o, &J.C)))
+	if ((rc = check_opts(o, &J->C)))
 		return rc;
-	if (ntask < 1)
+	if (A->ntask < 1)
 		return tk_seterr(TK_EINVAL, "no task to tune");
-	if (resume_run > 0 && ctl_on(&J.C))
+	if (A->resume_run > 0 && (J->C.ctl->flags & TN_CTL_ANSWERS))
 		return tk_seterr(TK_EINVAL, "run %lld has the adaptive controller: its predicted trials"
-		                 " are not records, so it cannot be resumed", (long long)resume_run);
+		                 " are not records, so it cannot be resumed", (long long)A->resume_run);
 	if ((o->replay[0] && !in->replay) || (o->transfer_from[0] && !in->history) ||
 	    (o->model_file[0] && !in->model))
 		return tk_seterr(TK_EINVAL, "the replay or history store or the model file is not open");
 	if (o->model_file[0] && o->transfer_from[0])
 		return tk_seterr(TK_EINVAL, "a trained model (--model-file) is never refit: no"
 		                 " --transfer-from with it");
-	J.C.fixed = in->model;
+	J->C.fixed = in->model;
 	if (!in->model || !in->model_ops[0])
-		J.C.other = NULL; /* a file of no named operators serves them all */
-	J.C.ops = in->model_ops;
-	J.C.data = o->replay[0] ? in->replay : NULL;
+		J->C.other = NULL; /* a file of no named operators serves them all */
+	J->C.ops = in->model_ops;
+	J->C.data = o->replay[0] ? in->replay : NULL;
 	/* hidden features come from compiling for the target measured on: not
 	 * when the measurements are replayed from other hardware */
-	J.C.hidden = !J.C.data && (J.C.mk->flags & CM_HIDDEN);
-	if (!(J.tk = calloc((size_t)ntask, sizeof *J.tk))) {
-		rc = tk_seterr(TK_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (int i = 0; i < ntask; i++, J.ntask++)
-		if ((rc = task_open(&J.C, task[i], weight ? weight[i] : 1, &J.tk[i])))
-			goto done;
+	J->C.hidden = !J->C.data && (J->C.mk->flags & CM_HIDDEN);
+	if (!(J->tk = calloc((size_t)A->ntask, sizeof *J->tk)))
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	for (int i = 0; i < A->ntask; i++, J->ntask++)
+		if ((rc = task_open(&J->C, A->task[i], A->weight ? A->weight[i] : 1, &J->tk[i])))
+			return rc;
 	/* per task: the model file takes its features, and a file that is a
 	 * starting point (CM_FINETUNE, or --adapt) gives it a copy to fine-tune
 	 * or adapt on its records; or it has the other model */
-	int start = J.C.fixed && ((cm_kind_of(J.C.fixed)->flags & CM_FINETUNE) || J.C.adapt);
-	for (int i = 0, d; i < ntask; i++) {
-		tn_task *t = J.tk[i];
-		res->other += t->mk != J.C.mk;
+	int start = J->C.fixed && ((cm_kind_of(J->C.fixed)->flags & CM_FINETUNE) || J->C.adapt);
+	for (int i = 0, d; i < J->ntask; i++) {
+		tn_task *t = J->tk[i];
+		res->other += t->mk != J->C.mk;
 		if (!t->fixed)
 			continue;
-		if ((rc = feat_length(J.C.feat, t->space, &d)))
-			goto done;
-		if (d != in->model_d) {
-			rc = tk_seterr(TK_EINVAL, "%s: %d %s features, the model file takes %d", t->key, d,
-			               o->feature, in->model_d);
-			goto done;
-		}
-		if (start && (rc = cm_clone(J.C.fixed, &t->model)))
-			goto done;
+		if ((rc = feat_length(t->feat, t->space, &d)))
+			return rc;
+		if (d != in->model_d)
+			return tk_seterr(TK_EINVAL, "%s: %d %s features, the model file takes %d", t->key, d,
+			                 feat_kind_name(t->feat), in->model_d);
+		if (start && (rc = cm_clone(J->C.fixed, &t->model)))
+			return rc;
 	}
-	if (J.C.other)
-		snprintf(res->other_model, sizeof res->other_model, "%s", J.C.other->name);
+	if (J->C.other)
+		snprintf(res->other_model, sizeof res->other_model, "%s", J->C.other->name);
 	/* the register file of the target measured on bounds the tiles drawn */
-	for (int i = 0; i < ntask && !J.C.data && o->regtile; i++)
-		if (J.tk[i]->space->prog)
-			sp_limit_regtile(J.tk[i]->space, target->vlen,
-			                 o->regtile > 0 ? o->regtile : target->nvreg - 2);
+	for (int i = 0; i < J->ntask && !J->C.data && o->regtile; i++)
+		if (J->tk[i]->space->prog)
+			sp_limit_regtile(J->tk[i]->space, A->target->vlen,
+			                 o->regtile > 0 ? o->regtile : A->target->nvreg - 2);
+	return TK_OK;
+}
 
-	/* the hardware the records belong to */
+/* Opening, 2: the hardware the records belong to, the transfer base
+ * models, the run begun (or reopened) and its tasks in the store. */
+static int job_begin(tn_job *J, const job_args *A, tn_result *res)
+{
+	const tn_opts *o = A->o;
+	tk_store *st = A->st;
 	store_hw hw;
 	char hwkey[700], hwspec[600];
 	hw_pick p = { o->replay_hw, 0, "" }; /* hw.cpu points into it until the run begins */
-	if (J.C.data) {
-		if ((rc = store_task_hardware(J.C.data, J.tk[0]->key, pick_hw, &p)) != 1 && rc) 
-			goto done;
-		for (int i = 1; i < ntask; i++)
-			if (J.tk[i]->dhw != J.tk[0]->dhw) {
-				rc = tk_seterr(TK_EINVAL, "the tasks were measured on different hardware in "
-				               "the replay dataset: give --replay-hardware");
-				goto done;
-			}
+	int rc;
+	if (J->C.data) {
+		if ((rc = store_task_hardware(J->C.data, J->tk[0]->key, pick_hw, &p)) != 1 && rc)
+			return rc;
+		for (int i = 1; i < J->ntask; i++)
+			if (J->tk[i]->dhw != J->tk[0]->dhw)
+				return tk_seterr(TK_EINVAL, "the tasks were measured on different hardware in "
+				                 "the replay dataset: give --replay-hardware");
 		snprintf(hwkey, sizeof hwkey, "replay:%s", p.key);
 		snprintf(hwspec, sizeof hwspec, "replay:%s", o->replay);
 		memset(&hw, 0, sizeof hw);
@@ -942,152 +772,201 @@ static int tune_job(tk_store *st, const tn_stores *in, const tk_target *target, 
 		hw.cpu = p.key;
 		hw.spec = hwspec;
 	} else {
-		rec_target_hw(target, &hw);
+		rec_target_hw(A->target, &hw);
 	}
 	/* before the run begins: too little history leaves no empty run behind */
 	if (o->transfer_from[0] &&
-	    (rc = model_load_history(&J.C, J.tk, ntask, in->history, o->transfer_from,
+	    (rc = model_load_history(&J->C, J->tk, J->ntask, A->in->history, o->transfer_from,
 	                             o->transfer_hw[0] ? o->transfer_hw : hw.key, &res->history)))
-		goto done;
-	if (resume_run > 0) {
-		if ((rc = store_run_reopen(st, resume_run)) || (rc = rec_resume(&J.s, st, resume_run)))
-			goto done;
+		return rc;
+	if (A->resume_run > 0) {
+		if ((rc = store_run_reopen(st, A->resume_run)) ||
+		    (rc = rec_resume(&J->s, st, A->resume_run)))
+			return rc;
 		/* measured on the hardware it was begun on, or its records would mix */
 		char *key = NULL, *spec = NULL;
 		int64_t id;
-		if (!J.C.data && !(rc = store_hardware_find(st, J.s.hw_id, NULL, &id, &key, &spec)) &&
-		    strcmp(key, target->key))
+		if (!J->C.data &&
+		    !(rc = store_hardware_find(st, J->s.hw_id, NULL, &id, &key, &spec)) &&
+		    strcmp(key, A->target->key))
 			rc = tk_seterr(TK_EINVAL, "run %lld was measured on other hardware (%s); resume "
-			               "it with --target %s", (long long)resume_run, key,
+			               "it with --target %s", (long long)A->resume_run, key,
 			               spec ? spec : "SPEC");
 		free(key);
 		free(spec);
 		if (rc)
-			goto done;
+			return rc;
 	} else {
-		char method[64], *params = tn_opts_format(all->o, all->ntask, all->task, all->weight);
-		if (J.C.sk->plan)
+		char method[64], *params = tn_opts_format(A->all_o, A->all_ntask, A->all_task,
+		                                          A->all_weight);
+		const char *adapt = o->adapt ? tr_methods[o->adapt - 1].name : "";
+		if (J->C.sk->plan)
 			snprintf(method, sizeof method, "tune/%s+%s%s%s%s", o->model, o->search,
-			         o->adapt[0] ? "+" : "", o->adapt, o->ms.run.adaptive ? "+adaptive" : "");
+			         *adapt ? "+" : "", adapt, o->ms.run.adaptive ? "+adaptive" : "");
 		else
 			snprintf(method, sizeof method, "tune/%s%s", o->search,
 			         o->ms.run.adaptive ? "+adaptive" : "");
-		if (!params) {
-			rc = tk_seterr(TK_ENOMEM, "out of memory");
-			goto done;
-		}
-		rc = rec_begin(&J.s, st, &hw, argv, method, (int64_t)o->seed,
-		               J.C.data ? o->replay : NULL);
+		if (!params)
+			return tk_seterr(TK_ENOMEM, "out of memory");
+		rc = rec_begin(&J->s, st, &hw, A->argv, method, (int64_t)o->seed,
+		               J->C.data ? o->replay : NULL);
 		if (!rc)
-			rc = store_run_set_params(st, J.s.run_id, params);
+			rc = store_run_set_params(st, J->s.run_id, params);
 		free(params);
 		if (rc)
-			goto done;
+			return rc;
 	}
-	for (int i = 0; i < ntask; i++) {
-		tn_task *t = J.tk[i];
+	for (int i = 0; i < J->ntask; i++) {
+		tn_task *t = J->tk[i];
 		if (t->mt)
-			rc = rec_task(&J.s, t->mt->prog, &t->task_id);
+			rc = rec_task(&J->s, t->mt->prog, &t->task_id);
 		else
 			rc = store_task_get(st, t->key, "kernel-tuner", t->flops, &t->task_id);
 		if (rc)
-			goto done;
+			return rc;
 	}
+	return TK_OK;
+}
+
+/* Opening, 3: the rounds, what the tasks know before the budget (a
+ * resumed run's records, earlier runs' with tune --until), and each
+ * task's tuner started. */
+static int job_known(tn_job *J, const job_args *A)
+{
+	const tn_opts *o = A->o;
+	int rc;
 	/* the rounds of the whole network, so that each task of a shard gets
 	 * the trials it would get in one process (before the gradient rule) */
-	J.round = o->round;
-	if (all->ntask > 1 && J.round > all->o->trials / all->ntask)
-		J.round = all->o->trials / all->ntask > 0 ? all->o->trials / all->ntask : 1;
-	J.sim_clock = tk_walltime();
-	if (resume_run > 0) {
-		reload R = { &J.C, J.tk, ntask, TK_OK, 0, 0 };
-		if ((rc = store_run_records(st, resume_run, reload_rec, &R)) && rc != 1)
-			goto done;
+	J->round = o->round;
+	if (A->all_ntask > 1 && J->round > A->all_o->trials / A->all_ntask)
+		J->round = A->all_o->trials / A->all_ntask > 0 ? A->all_o->trials / A->all_ntask : 1;
+	J->sim_clock = tk_walltime();
+	if (A->resume_run > 0) {
+		reload R = { &J->C, J->tk, J->ntask, TK_OK, 0, 0 };
+		if ((rc = store_run_records(A->st, A->resume_run, reload_rec, &R)) && rc != 1)
+			return rc;
 		if ((rc = R.rc))
-			goto done;
-		for (int i = 0; i < ntask; i++) {
-			J.used += J.tk[i]->trials;
-			J.invalid += J.tk[i]->invalid;
-			J.tk[i]->rounds = (int)(J.tk[i]->trials / J.round);
+			return rc;
+		for (int i = 0; i < J->ntask; i++) {
+			J->used += J->tk[i]->trials;
+			J->invalid += J->tk[i]->invalid;
+			J->tk[i]->rounds = (int)(J->tk[i]->trials / J->round);
 		}
-		if (J.C.data && R.last_at > 0)
-			J.sim_clock = R.last_at;
+		if (J->C.data && R.last_at > 0)
+			J->sim_clock = R.last_at;
 	}
 	/* tune --until: what earlier runs measured of each task on the target
 	 * is known, not measured again, and not part of this run's budget */
-	for (int i = 0; o->prior && target && i < ntask; i++) {
-		reload R = { &J.C, &J.tk[i], 1, TK_OK, 0, 1 };
-		if ((rc = store_hw_records(st, target->key, J.tk[i]->key, reload_rec, &R)) && rc != 1)
-			goto done;
+	for (int i = 0; o->prior && A->target && i < J->ntask; i++) {
+		reload R = { &J->C, &J->tk[i], 1, TK_OK, 0, 1 };
+		if ((rc = store_hw_records(A->st, A->target->key, J->tk[i]->key, reload_rec, &R)) &&
+		    rc != 1)
+			return rc;
 		if ((rc = R.rc))
-			goto done;
+			return rc;
 	}
+	/* the first plan on a base model or a model file is search time too */
+	for (int i = 0; i < J->ntask; i++) {
+		double t0 = tk_now(), think;
+		if ((rc = tuner_start(&J->C, J->tk[i])))
+			return rc;
+		think = tk_now() - t0;
+		J->tuner_s += think;
+		J->sim_clock += think;
+	}
+	return TK_OK;
+}
 
-	for (int i = 0; i < ntask; i++)
-		if ((rc = tuner_start(&J.C, J.tk[i])))
-			goto done;
-
-	/* the budget */
-	J.clock0 = job_clock(&J);
-	while (J.used < o->trials && !out_of_time(&J)) {
-		int ti = ntask == 1 ? (J.tk[0]->done ? -1 : 0) : pick_task(J.tk, ntask, &J.tk[0]->rng);
+/* The budget: batches of the task the scheduler picks (one task: all of
+ * them), measured or, once the controller says so, answered by the model,
+ * until the trials or the time run out or every task is done. */
+static int job_budget(tn_job *J)
+{
+	const tn_opts *o = J->C.o;
+	int ntask = J->ntask, rc;
+	J->clock0 = job_clock(J);
+	while (J->used < o->trials && !out_of_time(J)) {
+		int ti = ntask == 1 ? (J->tk[0]->done ? -1 : 0) : pick_task(J->tk, ntask, &J->tk[0]->rng);
 		if (ti < 0)
 			break; /* every task done */
-		tn_task *t = J.tk[ti];
-		int64_t left = J.round;
-		if (ntask == 1)
-			left = o->trials - J.used;
-		while (left > 0 && J.used < o->trials && !t->done && !out_of_time(&J)) {
+		tn_task *t = J->tk[ti];
+		int64_t left = ntask == 1 ? o->trials - J->used : J->round;
+		while (left > 0 && J->used < o->trials && !t->done && !out_of_time(J)) {
 			int want = o->batch, got;
 			if (want > left)
 				want = (int)left;
-			if (want > o->trials - J.used)
-				want = (int)(o->trials - J.used);
-			if ((rc = t->predicting ? predict_batch(&J, t, want, &got)
-			                        : run_batch(&J, t, want, h, &got)))
-				goto done;
+			if (want > o->trials - J->used)
+				want = (int)(o->trials - J->used);
+			if ((rc = t->predicting ? J->C.ctl->answer(J, t, want, &got)
+			                        : run_batch(J, t, want, &got)))
+				return rc;
 			left -= got;
-			report(&J, t, o, h);
-			if (h && h->stop && *h->stop) {
-				rc = tk_seterr(TK_EINTR, "interrupted after %lld trials", (long long)J.used);
-				goto done;
-			}
+			report(J, t);
+			if (J->h && J->h->stop && *J->h->stop)
+				return tk_seterr(TK_EINTR, "interrupted after %lld trials", (long long)J->used);
 			if (got == 0)
 				break;
 		}
 		t->rounds++;
 		t->hist[t->nhist++ % 8] = t->best_lat > 0 ? t->best_lat : 1e10;
 	}
-	for (int i = 0; i < ntask && ctl_on(&J.C); i++)
-		if (J.tk[i]->nctop > 0 && (rc = ctl_final(&J, J.tk[i], h)))
-			goto done;
+	return TK_OK;
+}
+
+/* Closing: the controller's end, the confirmation of the fastest, the
+ * time split into the run log, and the run ended. */
+static int job_close(tn_job *J)
+{
+	const tn_opts *o = J->C.o;
+	int rc;
+	for (int i = 0; i < J->ntask && J->C.ctl->end; i++)
+		if ((rc = J->C.ctl->end(J, J->tk[i])))
+			return rc;
 	/* a resumed run whose records go past the budget was confirmed; a
 	 * simulator's latencies are exact, nothing to confirm */
+	const tk_target *target = J->C.target;
 	int exact = target && (target->flags & TK_TARGET_SIMULATED);
-	for (int i = 0; i < ntask && !J.C.data && !exact && J.used <= o->trials && o->confirm; i++)
-		if ((rc = confirm_task(&J, J.tk[i], h)))
-			goto done;
-	rc = log_time(&J);
-	if (!rc)
-		rc = rec_end(&J.s);
-done:
+	for (int i = 0; i < J->ntask && !J->C.data && !exact && J->used <= o->trials && o->confirm;
+	     i++)
+		if ((rc = confirm_task(J, J->tk[i])))
+			return rc;
+	if (!(rc = log_time(J)))
+		rc = rec_end(&J->s);
+	return rc;
+}
+
+/* Tune A's tasks with A's options as a run recording A's all_ options and
+ * tasks: open, the budget, close; then the summary into res. */
+static int tune_job(const job_args *A, const tn_hooks *h, tn_result *res)
+{
+	tn_job J;
+	int rc;
+	memset(&J, 0, sizeof J);
+	memset(res, 0, sizeof *res);
+	J.C.o = A->o;
+	J.C.target = A->target;
+	J.h = h;
+	J.start = tk_now();
+	if (!(rc = job_tasks(&J, A, res)) && !(rc = job_begin(&J, A, res)) &&
+	    !(rc = job_known(&J, A)) && !(rc = job_budget(&J)))
+		rc = job_close(&J);
 	if (rc == TK_EINTR && J.s.run_id > 0)
 		log_time(&J); /* the interruption is the error to report */
 	res->run_id = J.s.run_id;
 	res->hw_id = J.s.hw_id;
 	res->trials = J.used;
 	res->confirmed = J.confirmed;
-	for (int i = 0; J.tk && i < J.ntask && ctl_on(&J.C); i++) {
+	for (int i = 0; J.C.ctl && (J.C.ctl->flags & TN_CTL_ANSWERS) && i < J.ntask; i++) {
 		res->measured += J.tk[i]->measured;
 		res->predicted += J.tk[i]->predicted;
 	}
 	res->invalid = J.invalid;
 	res->seconds = tk_now() - J.start;
 	/* a shard's tasks are only part of the network */
-	int whole = J.tk && J.ntask == ntask && ntask == all->ntask;
-	res->net_latency = whole ? net_latency(J.tk, ntask) : -1;
+	int whole = J.tk && J.ntask == A->ntask && A->ntask == A->all_ntask;
+	res->net_latency = whole ? net_latency(J.tk, J.ntask) : -1;
 	if (!rc && whole)
-		rc = stored_net_latency(st, J.s.hw_id, J.tk, ntask, &res->net_latency);
+		rc = stored_net_latency(A->st, J.s.hw_id, J.tk, J.ntask, &res->net_latency);
 	for (int i = 0; J.tk && i < J.ntask; i++)
 		tuner_task_free(J.tk[i]);
 	free(J.tk);
@@ -1098,12 +977,13 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
             const double *weight, const tn_opts *o, const char *argv, int64_t resume_run,
             const tn_hooks *h, tn_result *res)
 {
-	job_all all = { o, ntask, task, weight };
+	job_args A = { st, in, target, ntask, task, weight, o, ntask, task, weight, o, argv,
+	               resume_run };
 	tk_shard sh;
 	int rc;
 
 	if (!o->shard[0])
-		return tune_job(st, in, target, ntask, task, weight, o, &all, argv, resume_run, h, res);
+		return tune_job(&A, h, res);
 	memset(res, 0, sizeof *res);
 	if ((rc = tk_shard_parse(o->shard, &sh)))
 		return rc;
@@ -1126,8 +1006,12 @@ int tn_tune(tk_store *st, const tn_stores *in, const tk_target *target, int ntas
 			subw[n++] = weight ? weight[j] : 1;
 			mine->trials += o->trials * (j + 1) / ntask - o->trials * j / ntask;
 		}
+	A.ntask = n;
+	A.task = sub;
+	A.weight = subw;
+	A.o = mine;
 	if (n > 0 && mine->trials > 0) /* else nothing to do: no run */
-		rc = tune_job(st, in, target, n, sub, subw, mine, &all, argv, resume_run, h, res);
+		rc = tune_job(&A, h, res);
 done:
 	free(sub);
 	free(subw);

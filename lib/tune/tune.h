@@ -34,14 +34,61 @@
 #include "search/search.h"
 #include "store/store.h"
 
+/* ---- controllers (control.c) -------------------------------------------
+ *
+ * The controllers of what a job measures (--controller): a row of
+ * tn_ctls[] each, a name, a summary, flags and hooks a job calls per task
+ * (on lib/tune's own job and task, tune_int.h); NULL hooks are not
+ * called. Each returns TK_OK or an error that ends the job.
+ * `tunekit help controllers` prints the table. */
+struct tn_job;
+struct tn_task;
+enum {
+	TN_CTL_MODEL = 1 << 0,   /* needs a model and a search that plans on it */
+	TN_CTL_ANSWERS = 1 << 1, /* the model answers trials, which are not records:
+	                            its runs cannot be resumed, and the trials of
+	                            each kind go to the run log */
+};
+typedef struct tn_ctl {
+	const char *name, *summary;
+	unsigned flags;          /* TN_CTL_* */
+	/* before a measured batch c[0..n) of t */
+	int (*before)(struct tn_job *J, struct tn_task *t, const sp_config *c, int n);
+	/* after it was stored and learnt from */
+	int (*after)(struct tn_job *J, struct tn_task *t);
+	/* in place of measuring once t->predicting is set: a batch of up to
+	 * want trials the model answers (*got of them, counted in J->used) */
+	int (*answer)(struct tn_job *J, struct tn_task *t, int want, int *got);
+	/* after the budget */
+	int (*end)(struct tn_job *J, struct tn_task *t);
+} tn_ctl;
+extern const tn_ctl *const tn_ctls[]; /* "none" first */
+extern const int tn_nctls;
+
+/* The controller of what a job measures and its options. */
+typedef struct tn_ctl_opts {
+	int kind;                 /* a row of the controller table (control.c):
+	                             0 "none", 1 "moses": Moses' adaptive
+	                             controller */
+	double cv;                /* moses: stop measuring a task when the CV of
+	                             the model's mean predictions over its last
+	                             batches is under this (0.1) */
+	double share;             /* measure at most this share of a task's
+	                             trials (0.5) */
+	int batches;              /* the CV is over this many measured batches (4) */
+	int top;                  /* measure the best this many predicted
+	                             configurations of each task at the end (8) */
+} tn_ctl_opts;
+
 typedef struct tn_opts {
 	int64_t trials;           /* total budget of measurements */
 	double time_budget;       /* seconds (simulated when replayed) for this
 	                             invocation, checked between batches; 0: none */
 	char model[16];           /* a name of cm_kinds[] */
 	char search[16];          /* a name of sr_kinds[] */
-	char feature[16];         /* "itervar", "knob", "curve" */
-	char objective[16];       /* "rank" or "reg" */
+	char feature[16];         /* a name of feat_kind_name(), or "": the one
+	                             the model reads on each task (cm_feature) */
+	int objective;            /* TN_RANK (pairwise) or TN_REG (squared error) */
 	int plan_size;            /* 64 */
 	double epsilon;           /* 0.05 */
 	int diversity;            /* 0: off; else candidates = diversity * plan_size */
@@ -65,16 +112,17 @@ typedef struct tn_opts {
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char model_file[512];     /* a trained model (tn_stores.model) that scores
 	                             candidates as it is, never refit; "" for none */
-	char other_model[16];     /* with a model_file that names the operators it
+	int other_model;          /* with a model_file that names the operators it
 	                             was trained on (a meta model): the model of
 	                             the tasks of other operators, on itervar
-	                             features (knob without a program); "auto":
-	                             xgb, or rfei for a search that needs a
-	                             deviation; "none": the file's model for all */
-	char adapt[16];           /* with model_file: "" (never refit), or the
-	                             transfer method (moses, finetune, xgb-warm) that
-	                             adapts a copy of it to each task's records at
-	                             every refit */
+	                             features (knob without a program): 1 + its
+	                             row of cm_kinds[] ("none": the file's model
+	                             for all), or 0 "auto": xgb, or rfei for a
+	                             search that needs a deviation */
+	int adapt;                /* with model_file: 0 (never refit), or 1 + the
+	                             row of tr_methods[] (moses, finetune,
+	                             xgb-warm) that adapts a copy of it to each
+	                             task's records at every refit */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */
@@ -90,32 +138,29 @@ typedef struct tn_opts {
 	char shard[32];           /* "I/K": tune only share I of K of the tasks
 	                             (tk_shard) with the same share of the
 	                             budget; "" for all of them */
-	char controller[16];      /* "none", or "moses": Moses' adaptive controller
-	                             of what is measured (run.c) */
-	double controller_cv;     /* stop measuring a task when the CV of the model's
-	                             mean predictions over its last batches is under
-	                             this (0.1) */
-	double controller_share;  /* measure at most this share of a task's trials (0.5) */
-	int controller_batches;   /* the CV is over this many measured batches (4) */
-	int controller_top;       /* measure the best this many predicted configurations
-	                             of each task at the end (8) */
+	tn_ctl_opts ctl;          /* the controller of what is measured */
 	double alpha;             /* ML2Tuner (a model with CM_HIDDEN): (alpha + 1) x
 	                             batch candidates pass V and are compiled; A picks
 	                             the batch among them (1) */
-	char ml2_stages[8];       /* its stages besides P: "VA" (default), "V" or "A"
-	                             (the ablations) */
+	int ml2_stages;           /* its stages besides P: TN_ML2_VA (default),
+	                             TN_ML2_V or TN_ML2_A (the ablations) */
 	ms_opts ms;               /* real measurement options */
 } tn_opts;
 
-/* Defaults: xgb, sa, itervar, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
+enum { TN_RANK, TN_REG };                    /* tn_opts.objective */
+enum { TN_ML2_VA, TN_ML2_V, TN_ML2_A };      /* tn_opts.ml2_stages */
+
+/* Defaults: xgb, sa, the model's features, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
  * confirm 8, cover 16, controller none (cv 0.1, share 0.5, 4 batches, top 8). */
 void tn_opts_default(tn_opts *o);
 
 /* The options described once (options.c): a row per field of tn_opts,
  * with its key in run.params, tune's command-line flag (NULL: set through
  * the common or measurement options), type, accepted range of numbers and
- * help line. */
-enum { TN_INT, TN_I64, TN_U64, TN_DBL, TN_STR };
+ * help line. An option of type TN_ENUM is an int field whose values 0, 1,
+ * ... have names (options.c): the text given and stored is the name,
+ * parsed once into the value. */
+enum { TN_INT, TN_I64, TN_U64, TN_DBL, TN_STR, TN_ENUM };
 enum { TN_KEEP = 1 };             /* a resumed run keeps its own value */
 typedef struct tn_optdesc {
 	const char *key, *flag;

@@ -10,6 +10,7 @@
 
 #include "features/feature.h"
 #include "model/cost.h"
+#include "record/record.h"
 #include "tune.h"
 
 /* ---- feature cache: configuration index -> feature vector -------------- */
@@ -23,7 +24,7 @@ typedef struct tn_fcache {
 
 /* ---- one task ------------------------------------------------------------- */
 
-#define CTL_MAXQ 1000     /* the controller's batches at most (controller_batches) */
+#define CTL_MAXQ 1000     /* the controller's batches at most (ctl.batches) */
 
 typedef struct tn_task {
 	char *key;
@@ -69,6 +70,7 @@ typedef struct tn_task {
 	int logged_fits;      /* fits whose epsilon is in the run log */
 
 	tn_fcache fc;
+	tn_fcache sc;         /* scores (d = 1) under the current model (model_predict) */
 
 	/* ML2Tuner's explorer (a model with CM_HIDDEN) */
 	tn_fcache hc;         /* hidden features by configuration index */
@@ -79,12 +81,14 @@ typedef struct tn_task {
 	int ml2_nse;          /* held-out valid records scored at refits ... */
 	double ml2_se_p, ml2_se_a; /* ... and the squared errors of P and A on them */
 
-	/* the adaptive controller (run.c), with o->controller "moses" */
+	/* the controller's (control.c) */
 	int predicting;       /* measuring stopped: the model answers the trials */
 	int64_t measured, predicted; /* trials of each kind in this process */
+	int cscored;          /* moses: the model scored the batch being measured ... */
+	double cmu;           /* ... with this mean score */
 	double cmean[CTL_MAXQ]; /* the model's mean score of each measured batch (ring) */
 	int ncmean;
-	sp_config *ctop;      /* the best predicted configurations (o->controller_top) */
+	sp_config *ctop;      /* the best predicted configurations (o->ctl.top) */
 	float *ctop_s;        /* their scores */
 	int nctop;
 
@@ -99,9 +103,11 @@ typedef struct tn_ctx {
 	const tn_opts *o;
 	const tk_target *target;
 	tk_store *data;       /* replay dataset, or NULL */
-	int feat;             /* FEAT_* of o->feature */
+	int feat;             /* FEAT_* of o->feature; -1 when none is given:
+	                         each task's model's (cm_feature) */
 	const cm_kind *mk;    /* the cost model's row (o->model) */
 	const sr_kind *sk;    /* the search's row (o->search) */
+	const tn_ctl *ctl;    /* the controller's row (o->ctl.kind) */
 	cm_model *fixed;      /* a trained model scoring every task, never refit
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
@@ -114,6 +120,29 @@ typedef struct tn_ctx {
 	int hidden;           /* a model with CM_HIDDEN whose tasks' hidden features
 	                         can be had (measured here, not replayed) */
 } tn_ctx;
+
+/* ---- a job (run.c) --------------------------------------------------------- */
+
+typedef struct tn_job {
+	tn_ctx C;
+	tn_task **tk;
+	int ntask;
+	rec_session s;
+	const tn_hooks *h;  /* may be NULL */
+	double sim_clock;   /* replay: simulated Unix time */
+	double start;
+	int64_t used, invalid;
+	int64_t confirmed;  /* measurements of the confirmation */
+	double clock0;      /* job_clock() when the budget started */
+	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
+	int64_t round;      /* trials per scheduling round: o->round, but at most
+	                       trials / tasks, so that a small budget still
+	                       reaches every task of a network */
+} tn_job;
+
+/* Store n results of task t (their ids into ids) and pass them to the
+ * record stream. */
+int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids);
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
 
@@ -139,7 +168,9 @@ int model_fit(tn_ctx *C, tn_task *t);
 /* Scores for the search: the model's prediction (on top of the base
  * model's), or for a model with uncertainty the expected positive
  * improvement of its mean and deviation over the best measured (1 in the
- * normalised throughputs it learnt). Zeros before the first fit. */
+ * normalised throughputs it learnt). Zeros before the first fit. The
+ * predictions are kept by configuration (t->sc) until model_fit changes
+ * the model, and only those not kept are computed. */
 int model_predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out);
 /* Mean and deviation of the normalised throughput (zeros before the first
  * fit); only for models with uncertainty. */

@@ -457,7 +457,7 @@ static void rk_fill_sort(sp_config *c, float *p, int n)
 
 static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 {
-	int use_v = strchr(C->o->ml2_stages, 'V') != NULL, use_a = strchr(C->o->ml2_stages, 'A') != NULL;
+	int use_v = C->o->ml2_stages != TN_ML2_A, use_a = C->o->ml2_stages != TN_ML2_V;
 	int cap = use_a ? (int)ceil((C->o->alpha + 1) * want) : want, got = 0, rc = TK_OK;
 	int replanned = 0, tries = 0, fd, dh = 0;
 	cap = cap < want ? want : cap;
@@ -732,6 +732,7 @@ void tuner_task_free(tn_task *t)
 	if (t->search)
 		t->free_search(t->search);
 	fcache_free(&t->fc);
+	fcache_free(&t->sc);
 	fcache_free(&t->hc);
 	free(t);
 }

@@ -21,10 +21,15 @@ static _Thread_local char errbuf[512];
 
 int tk_seterr(int rc, const char *fmt, ...)
 {
+	/* Formatted apart, then copied: an argument may be tk_errmsg() itself
+	 * (a caller adding context to the message it got), which vsnprintf
+	 * into errbuf would overwrite while reading it. */
+	char msg[sizeof errbuf];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	memcpy(errbuf, msg, sizeof errbuf);
 	return rc;
 }
 

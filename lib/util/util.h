@@ -36,7 +36,8 @@ enum {
 };
 
 /* Set the calling thread's last error message (printf-style) and return rc,
- * so that `return tk_seterr(TK_EINVAL, "...")` reads naturally. */
+ * so that `return tk_seterr(TK_EINVAL, "...")` reads naturally. An argument
+ * may be tk_errmsg() itself: `tk_seterr(rc, "%s: %s", path, tk_errmsg())`. */
 int tk_seterr(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The last message set on this thread, or "" if none. Never NULL. */
 const char *tk_errmsg(void);

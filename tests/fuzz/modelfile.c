@@ -1,6 +1,10 @@
 /* Model files (train --out, tune --transfer-from ... and the store's model
- * table): the container's parser on any bytes. */
+ * table): the container's parser on any bytes, then, for a file whose
+ * payload passed its checksum, the loader of its kind (xgb, rfei, tlp,
+ * meta, ml2, ...). The corpus holds real model files; a damaged payload
+ * never reaches a loader (libxgboost's reader would crash on one). */
 #include "fuzz.h"
+#include "model/cost.h"
 #include "model/modelfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -18,6 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (mf_encode(&m, payload, len, &buf, &blen) || mf_decode(buf, blen, &m2, &again, &len2) ||
 		    len2 != len || m2.n != m.n || (len && memcmp(payload, again, len)))
 			abort();
+		const cm_kind *k = cm_find(mf_get(&m, "kind"));
+		cm_model *model = NULL;
+		if (cm_is_model(k)) {
+			fuzz_check_rc(cm_load(k, payload, len, &model));
+			cm_free(model);
+		}
 	}
 	free(payload);
 	free(again);

@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@
 #include "base/target.h"
 #include "measure/build.h"
 #include "measure/run.h"
-#include "measure/sha256.h"
+#include "util/sha256.h"
 #include "util/util.h"
 #include "unit.h"
 
@@ -91,6 +92,13 @@ static const char k_jitter[] = ABI NOWS KERNEL
 static const char k_omp[] = "#include <omp.h>\n" ABI NOWS KERNEL
 	"{ float bad = omp_get_max_threads() == 2 ? 0.0f : 7.0f;\n"
 	"  #pragma omp parallel for\n"
+	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f + bad; }\n";
+
+/* Right only if it can open no file, not even for reading (Landlock); the
+ * descriptor it gets otherwise is closed. */
+static const char k_reads[] = "#include <fcntl.h>\n#include <unistd.h>\n" ABI NOWS KERNEL
+	"{ int fd = open(\"/etc/passwd\", O_RDONLY); float bad = fd >= 0 ? 3.0f : 0.0f;\n"
+	"  if (fd >= 0) close(fd);\n"
 	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f + bad; }\n";
 
 /* ---- helpers -------------------------------------------------------- */
@@ -919,10 +927,11 @@ TEST(test_build_parallel)
 /* Build all the run tests' kernels at once, in this order. */
 enum { K_GOOD, K_GOOD2, K_SEGV, K_LOOP, K_WRONG, K_UNWRITTEN, K_NOSYM, K_ABORT, K_BADABI,
        K_EXIT, K_STATEFUL, K_OVERRUN, K_HUGEWS, K_WS, K_PINNED, K_STEADY, K_JITTER,
-       NKERNEL };
+       K_READS, NKERNEL };
 static const char *const kernel_src[NKERNEL] = {
 	k_good, k_good2, k_segv, k_loop, k_wrong, k_unwritten, k_nosym, k_abort, k_badabi,
 	k_exit, k_stateful, k_overrun, k_hugews, k_ws, k_pinned, k_steady, k_jitter,
+	k_reads,
 };
 static build_job kernels[NKERNEL];
 
@@ -1091,6 +1100,99 @@ TEST(test_run_crashes)
 	CHECK_EQ_INT(run_kernel(&missing, &native, &io, &o, &res), TK_OK);
 	CHECK_EQ_INT(res.error, MEAS_RUNTIME_CRASH);
 	CHECK(strstr(res.msg, "cannot open") != NULL && strstr(res.msg, "missing.so") != NULL);
+}
+
+/* The workspace is read from the object file, before it is loaded: the
+ * value the kernel declares; a file damaged anywhere gives a value or an
+ * error, never a crash. */
+TEST(test_run_object_workspace)
+{
+	unsigned long nws = 99;
+	int fd = open(kernels[K_WS].so, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(run_object_workspace(fd, &nws), TK_OK);
+	CHECK_EQ_INT(nws, 4096);
+	close(fd);
+	fd = open(kernels[K_HUGEWS].so, O_RDONLY);
+	CHECK_EQ_INT(run_object_workspace(fd, &nws), TK_OK);
+	CHECK(nws == 1UL << 40);
+	close(fd);
+	fd = open(kernels[K_GOOD].so, O_RDONLY);
+	CHECK_EQ_INT(run_object_workspace(fd, &nws), TK_OK);
+	CHECK_EQ_INT(nws, 0);
+	close(fd);
+
+	/* Not an object, an object without the symbol. */
+	char path[200];
+	snprintf(path, sizeof path, "%s/text.so", cache);
+	put_file(path, "just text, no ELF", 0600);
+	fd = open(path, O_RDONLY);
+	CHECK_EQ_INT(run_object_workspace(fd, &nws), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "ELF") != NULL);
+	close(fd);
+	build_job nows;
+	static const char k_nows[] = ABI KERNEL "{ }\n";
+	CHECK_EQ_INT(build1(k_nows, &nows, 30), BUILD_OK);
+	fd = open(nows.so, O_RDONLY);
+	CHECK_EQ_INT(run_object_workspace(fd, &nws), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "tk_workspace_floats") != NULL);
+	close(fd);
+	run_opts o;
+	run_opts_default(&o);
+	run_io io = make_io();
+	CHECK_EQ_INT(run_kernel(&nows, &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_RUNTIME_CRASH);
+	CHECK(strstr(res.msg, "tk_workspace_floats") != NULL);
+
+	/* Damaged copies of K_WS: every prefix of its first 8 KiB and its last
+	 * 4 KiB, and bytes of it set to 0xff one at a time. */
+	static unsigned char img[1 << 20];
+	fd = open(kernels[K_WS].so, O_RDONLY);
+	ssize_t n = read(fd, img, sizeof img);
+	close(fd);
+	CHECK(n > 0 && n < (ssize_t)sizeof img);
+	snprintf(path, sizeof path, "%s/damaged.so", cache);
+	int ok = 0, bad = 0;
+	for (ssize_t cut = 0; cut < n; cut += cut < 8192 || cut > n - 4096 ? 7 : 997) {
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0 && write(fd, img, (size_t)cut) == cut);
+		int rc = run_object_workspace(fd, &nws);
+		ok += rc == TK_OK;
+		bad += rc == TK_EINVAL;
+		close(fd);
+	}
+	CHECK(bad > 0);
+	for (ssize_t at = 0; at < n; at += at < 4096 ? 1 : 61) {
+		unsigned char was = img[at];
+		img[at] = 0xff;
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0 && write(fd, img, (size_t)n) == n);
+		int rc = run_object_workspace(fd, &nws);
+		ok += rc == TK_OK;
+		bad += rc == TK_EINVAL;
+		close(fd);
+		img[at] = was;
+	}
+	CHECK(ok > 0);
+	unlink(path);
+}
+
+/* Once the object is loaded, the child can open no file, not even to read
+ * it, where the kernel has Landlock (but for AddressSanitizer, which reads
+ * /proc/self/maps). */
+TEST(test_run_no_files)
+{
+	run_opts o;
+	run_opts_default(&o);
+	o.repeat = 1;
+	long landlock = syscall(__NR_landlock_create_ruleset, NULL, 0, 1U /* VERSION */);
+	int asan = 0;
+#if defined(__SANITIZE_ADDRESS__)
+	asan = 1;
+#endif
+	CHECK_EQ_INT(run1(K_READS, &o), landlock >= 1 && !asan ? MEAS_OK : MEAS_WRONG_ANSWER);
+	if (res.error)
+		fprintf(stderr, "reading kernel (Landlock ABI %ld): %s\n", landlock, res.msg);
 }
 
 /* The child checks the object it loads: changed after the build (even in
@@ -1373,5 +1475,5 @@ UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
           test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
-          test_run_crashes, test_run_refuses, test_run_lock,
+          test_run_crashes, test_run_object_workspace, test_run_no_files, test_run_refuses, test_run_lock,
           test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)

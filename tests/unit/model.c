@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "features/feature.h"
 #include "model/cost.h"
 #include "model/metrics.h"
 #include "model/modelfile.h"
@@ -24,6 +25,7 @@
 #include "store/store_int.h"
 #include "store/store_models.h"
 #include "train/train.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 /* ---- helpers -------------------------------------------------------- */
@@ -523,6 +525,13 @@ TEST(modelfile_round_trip)
 	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_OK);
 	CHECK(len == 3 && got && !memcmp(got, "xyz", 3));
 	free(got);
+	/* ... and checks the payload's checksum: any byte changed is refused */
+	CHECK(n >= 3 && strstr((const char *)buf, "\npayload_sha256 "));
+	((char *)buf)[n - 2] ^= 1;
+	got = (void *)1;
+	CHECK_EQ_INT(mf_decode(buf, n, &r, &got, &len), TK_ECORRUPT);
+	CHECK(got == NULL && strstr(tk_errmsg(), "checksum") != NULL);
+	CHECK_EQ_INT(mf_set(&m, "payload_sha256", "x"), TK_EINVAL);
 	free(buf);
 
 	/* full */
@@ -537,6 +546,33 @@ TEST(modelfile_round_trip)
 
 	CHECK_EQ_INT(mf_read(tpath("missing.model"), &r, &got, &len), TK_EIO);
 	CHECK(got == NULL);
+}
+
+#define SUM_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" /* SHA-256 of no bytes */
+
+/* A model file whose container is sound but whose payload its kind's
+ * loader refuses: the path once, then the loader's message, whole (it was
+ * formatted into the buffer it was read from, and came out garbled). */
+TEST(modelfile_load_error_message)
+{
+	mf_meta m;
+	memset(&m, 0, sizeof m);
+	CHECK_EQ_INT(mf_set(&m, "kind", "rfei"), TK_OK);
+	const char *path = tpath("refused.model");
+	CHECK_EQ_INT(mf_write(path, &m, "not an rfei payload", 19), TK_OK);
+	cm_model *model = NULL;
+	mf_meta got;
+	CHECK_EQ_INT(cm_read(path, &got, &model), TK_ECORRUPT);
+	CHECK(model == NULL);
+	const char *e = tk_errmsg(), *p = strstr(e, path);
+	CHECK(p == e && strstr(p + 1, path) == NULL);
+	CHECK(!strncmp(e + strlen(path), ": ", 2) && strlen(e) > strlen(path) + 10);
+	if (p != e || strstr(e + 1, path))
+		fprintf(stderr, "  message: %s\n", e);
+	char again[512];
+	snprintf(again, sizeof again, "%s", e);
+	tk_seterr(TK_EIO, "%s: %s", "outer", tk_errmsg());
+	CHECK(!strncmp(tk_errmsg(), "outer: ", 7) && !strcmp(tk_errmsg() + 7, again));
 }
 
 /* Each malformed file must give TK_ECORRUPT (and no payload). */
@@ -569,6 +605,14 @@ TEST(modelfile_corruption)
 		{ "bad metric", "tunekit-model 1\nkind xgb\nholdout_rmse fast\npayload 0\nend\n", 0 },
 		{ "bad created", "tunekit-model 1\nkind xgb\ncreated yesterday\npayload 0\nend\n", 0 },
 		{ "NUL in a value", "tunekit-model 1\nkind x\0b\npayload 0\nend\n", 39 },
+		{ "no checksum", "tunekit-model 1\nkind xgb\npayload 2\nend\nok", 0 },
+		{ "wrong checksum", "tunekit-model 1\nkind xgb\npayload 2\npayload_sha256 " SUM_EMPTY
+		  "\nend\nok", 0 },
+		{ "short checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 e3b0\nend\n", 0 },
+		{ "uppercase checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 "
+		  "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\nend\n", 0 },
+		{ "duplicate checksum", "tunekit-model 1\nkind xgb\npayload 0\npayload_sha256 " SUM_EMPTY
+		  "\npayload_sha256 " SUM_EMPTY "\nend\n", 0 },
 	};
 	const char *path = tpath("bad.model");
 	for (int i = 0; i < ArraySize(cases); i++) {
@@ -601,7 +645,9 @@ TEST(modelfile_corruption)
 	tk_sb_puts(&sb, "tunekit-model 1\nkind xgb\n");
 	for (int i = 1; i < MF_MAXKEY; i++)
 		tk_sb_printf(&sb, "k%d v\n", i);
-	tk_sb_puts(&sb, "payload 2\nend\nok");
+	char sum[SHA256_HEX];
+	sha256_hex("ok", 2, sum);
+	tk_sb_printf(&sb, "payload 2\npayload_sha256 %s\nend\nok", sum);
 	CHECK_EQ_INT(mf_decode(sb.s, sb.n, &m, &got, &len), TK_OK);
 	CHECK_EQ_INT(m.n, MF_MAXKEY);
 	free(got);
@@ -840,6 +886,21 @@ TEST(store_training_rows_one_per_config)
 
 /* Names resolve; an unknown one is refused with the names in the message;
  * the capability flags say what the tuner and the searches rely on. */
+/* The feature kind a model reads without --feature: its own on a task with
+ * a loop nest, knob on one without if it takes knob. */
+TEST(cost_default_features)
+{
+	CHECK_EQ_INT(cm_feature(cm_find("xgb"), 1), FEAT_ITERVAR);
+	CHECK_EQ_INT(cm_feature(cm_find("xgb"), 0), FEAT_KNOB);
+	CHECK_EQ_INT(cm_feature(cm_find("rfei"), 1), FEAT_ITERVAR);
+	CHECK_EQ_INT(cm_feature(cm_find("tlp"), 1), FEAT_TLP);
+	CHECK_EQ_INT(cm_feature(cm_find("mtl-tlp"), 1), FEAT_TLP);
+	CHECK_EQ_INT(cm_feature(cm_find("mtl-tlp"), 0), FEAT_KNOB);
+	CHECK_EQ_INT(cm_feature(cm_find("ml2"), 1), FEAT_ITERVAR);
+	CHECK_EQ_INT(cm_feature(cm_find("meta"), 1), FEAT_GRAPH);
+	CHECK_EQ_INT(cm_feature(cm_find("meta"), 0), FEAT_GRAPH); /* no knob: does not apply */
+}
+
 TEST(cost_table_names_and_flags)
 {
 	const cm_kind *k = NULL;
@@ -867,7 +928,8 @@ TEST(cost_table_names_and_flags)
 		CHECK(k->name && k->summary && cm_find(k->name) == k);
 		/* a model has every operation but update; "none" none */
 		if (cm_is_model(k))
-			CHECK(k->predict && k->save && k->load && k->free && k->features);
+			CHECK(k->predict && k->save && k->load && k->free && k->features &&
+			      (k->features & 1u << k->feature)); /* it takes what it reads by default */
 		else
 			CHECK(!k->predict && !k->save && !k->load);
 		CHECK(!(k->flags & CM_UNCERTAINTY) == !k->predict_dist);
@@ -1281,10 +1343,10 @@ TEST(cost_ml2_stages)
 	cm_free(m2);
 }
 
-UNIT_MAIN(cost_table_names_and_flags, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
+UNIT_MAIN(cost_table_names_and_flags, cost_default_features, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
-          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption,
+          metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption, modelfile_load_error_message,
           store_training_rows_and_models, store_training_rows_one_per_config,
           metrics_classify_by_hand, cost_ml2_stages)

@@ -1,7 +1,8 @@
 /*
- * sha256: the SHA-256 digest (FIPS 180-4), for the compile cache's keys and
- * for checking a cached object's content before it is loaded. Incremental:
- * init, update any number of times, final.
+ * sha256: the SHA-256 digest (FIPS 180-4), for the compile cache's keys,
+ * for checking a cached object's content before it is loaded, and for the
+ * checksum of a model file's payload. Incremental: init, update any number
+ * of times, final.
  */
 #ifndef TK_SHA256_H
 #define TK_SHA256_H

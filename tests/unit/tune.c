@@ -1,0 +1,121 @@
+/*
+ * Unit tests of lib/tune's tables: the tuning options (their enumerated
+ * options parsed into values and written back as the same text, the run
+ * parameters of an older tunekit read back) and the controller table.
+ */
+#include "unit.h"
+
+#include <string.h>
+
+#include "model/cost.h"
+#include "train/train.h"
+#include "tune/tune.h"
+
+static const tn_optdesc *desc(const char *key)
+{
+	const tn_optdesc *d = tn_optdesc_find(key);
+	CHECK(d != NULL);
+	return d;
+}
+
+/* An enumerated option takes the names of its values and nothing else;
+ * a bad name leaves the options unchanged. */
+TEST(options_enums_parse_once)
+{
+	tn_opts o;
+	tn_opts_default(&o);
+	CHECK_EQ_INT(o.objective, TN_RANK);
+	CHECK_EQ_INT(o.ml2_stages, TN_ML2_VA);
+	CHECK_EQ_INT(o.ctl.kind, 0);
+	CHECK_EQ_STR(tn_ctls[o.ctl.kind]->name, "none");
+	CHECK_EQ_INT(o.adapt, 0);
+	CHECK_EQ_INT(o.other_model, 0);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("controller"), "moses"), TK_OK);
+	CHECK_EQ_STR(tn_ctls[o.ctl.kind]->name, "moses");
+	CHECK_EQ_INT(tn_opt_set(&o, desc("controller"), "frob"), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "unknown controller 'frob' (none, moses)") != NULL);
+	CHECK_EQ_STR(tn_ctls[o.ctl.kind]->name, "moses");
+	CHECK_EQ_INT(tn_opt_set(&o, desc("objective"), "reg"), TK_OK);
+	CHECK_EQ_INT(o.objective, TN_REG);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("objective"), "lambdarank"), TK_EINVAL);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("ml2_stages"), "A"), TK_OK);
+	CHECK_EQ_INT(o.ml2_stages, TN_ML2_A);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("ml2_stages"), "AV"), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "unknown ml2 stages 'AV' (VA, V, A)") != NULL);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("adapt"), "xgb-warm"), TK_OK);
+	CHECK(o.adapt > 0 && o.adapt <= tr_nmethods);
+	CHECK_EQ_STR(tr_methods[o.adapt - 1].name, "xgb-warm");
+	CHECK_EQ_INT(tn_opt_set(&o, desc("adapt"), ""), TK_OK);
+	CHECK_EQ_INT(o.adapt, 0);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("other_model"), "rfei"), TK_OK);
+	CHECK(o.other_model > 0 && cm_kinds[o.other_model - 1] == cm_find("rfei"));
+	CHECK_EQ_INT(tn_opt_set(&o, desc("other_model"), "svm"), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (auto, xgb,") != NULL);
+}
+
+/* The lines of the run parameters an older tunekit stored, where these
+ * options were strings: they read into the values and write back the same. */
+TEST(options_old_params_round_trip)
+{
+	static const char *const lines[] = {
+		"objective=reg", "other_model=none", "adapt=moses", "ml2_stages=V",
+		"controller=moses", "controller_top=5", "feature=knob",
+	};
+	char text[512] = "";
+	for (int i = 0; i < ArraySize(lines); i++) {
+		strcat(text, lines[i]);
+		strcat(text, "\n");
+	}
+	strcat(text, "task=2 dense:m=8,n=8,k=8\n");
+	tn_opts o;
+	int ntask = 0;
+	char **task = NULL;
+	double *weight = NULL;
+	tn_opts_default(&o);
+	CHECK_EQ_INT(tn_opts_parse(text, &o, &ntask, &task, &weight), TK_OK);
+	CHECK_EQ_INT(ntask, 1);
+	CHECK_EQ_INT(o.objective, TN_REG);
+	CHECK_EQ_INT(o.ml2_stages, TN_ML2_V);
+	CHECK_EQ_STR(tn_ctls[o.ctl.kind]->name, "moses");
+	CHECK_EQ_INT(o.ctl.top, 5);
+	CHECK_EQ_STR(tr_methods[o.adapt - 1].name, "moses");
+	CHECK(cm_kinds[o.other_model - 1] == cm_find("none"));
+	char *again = tn_opts_format(&o, ntask, task, weight);
+	CHECK(again != NULL);
+	for (int i = 0; again && i < ArraySize(lines); i++) {
+		char want[64];
+		snprintf(want, sizeof want, "\n%s\n", lines[i]);
+		CHECK(strstr(again, want) != NULL);
+	}
+	CHECK(again && strstr(again, "\ntask=2 dense:m=8,n=8,k=8\n") != NULL);
+	/* and the defaults write the texts they always had */
+	tn_opts d;
+	tn_opts_default(&d);
+	char *def = tn_opts_format(&d, 0, NULL, NULL);
+	CHECK(def && strstr(def, "\nobjective=rank\n") && strstr(def, "\nother_model=auto\n") &&
+	      strstr(def, "\nadapt=\n") && strstr(def, "\nml2_stages=VA\n") &&
+	      strstr(def, "\ncontroller=none\n") && strstr(def, "\nfeature=\n"));
+	free(def);
+	free(again);
+	for (int i = 0; i < ntask; i++)
+		free(task[i]);
+	free(task);
+	free(weight);
+}
+
+/* "none" first and without hooks; a controller that answers trials has a
+ * hook to answer them and needs a model to answer with. */
+TEST(controller_table)
+{
+	CHECK(tn_nctls >= 2);
+	CHECK_EQ_STR(tn_ctls[0]->name, "none");
+	CHECK(!tn_ctls[0]->before && !tn_ctls[0]->after && !tn_ctls[0]->answer && !tn_ctls[0]->end);
+	for (int i = 0; i < tn_nctls; i++) {
+		const tn_ctl *k = tn_ctls[i];
+		CHECK(k->name && k->summary);
+		CHECK(!(k->flags & TN_CTL_ANSWERS) == !k->answer);
+		CHECK(!(k->flags & TN_CTL_ANSWERS) || (k->flags & TN_CTL_MODEL));
+	}
+}
+
+UNIT_MAIN(options_enums_parse_once, options_old_params_round_trip, controller_table)
