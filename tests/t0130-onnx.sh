@@ -60,6 +60,15 @@ test_expect_success '--network MODEL.onnx in measure, tune and report' '
 	grep -q "network:shape-chain-13.onnx" curve
 '
 
+test_expect_success 'examples/tune.mk tunes an ONNX model, --input passed through INPUT' '
+	make -f "$TOP/examples/tune.mk" MODEL="$D/tiny-cnn.onnx" INPUT="--input x=1x3x16x16" \
+		DB=mk.db TRIALS=2 TUNEKIT="$TUNEKIT_BIN" TUNEFLAGS="--confirm 0" >out 2>&1 &&
+	test "$(sqlite3 mk.db "SELECT count(DISTINCT task_id) FROM config")" = 4 &&
+	make -f "$TOP/examples/tune.mk" MODEL="$D/tiny-cnn.onnx" INPUT="--input x=1x3x16x16" \
+		DB=mk.db TUNEKIT="$TUNEKIT_BIN" report >out 2>&1 &&
+	grep "(4 of 4 tasks tuned)" out
+'
+
 test_expect_success '--network MODEL.onnx with a symbolic input exits 2 naming it' '
 	test_expect_code 2 tunekit measure --network "$D/tiny-cnn.onnx" --naive 2>err &&
 	grep -q "symbolic (.N.)" err
