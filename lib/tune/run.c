@@ -338,6 +338,8 @@ int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids)
 	const tn_hooks *h = J->h;
 	int trial0 = J->s.trial;
 	int rc = rec_batch(&J->s, t->task_id, r, n, ids);
+	for (int i = 0; !rc && i < n; i++)
+		J->bounded += r[i].error == MEAS_OK && r[i].run.bounded;
 	if (!rc && h && h->records)
 		rc = h->records(h->ctx, t->key, t->flops, J->s.hw_id, J->s.run_id, trial0, r, ids, n);
 	return rc;
@@ -395,10 +397,8 @@ static int run_batch(tn_job *J, tn_task *t, int want, int *got)
 	J->sim_clock += cost;
 	if ((rc = job_keep(J, t, r, n, ids)))
 		goto free_results;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		J->invalid += r[i].error != MEAS_OK;
-		J->bounded += r[i].error == MEAS_OK && r[i].run.bounded;
-	}
 	J->used += n;
 	t0 = tk_now();
 	rc = tuner_update(C, t, cfg, r, n);

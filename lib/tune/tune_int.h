@@ -143,8 +143,8 @@ typedef struct tn_job {
 	                       reaches every task of a network */
 } tn_job;
 
-/* Store n results of task t (their ids into ids) and pass them to the
- * record stream. */
+/* Store n results of task t (their ids into ids), count the bounded ones
+ * and pass them to the record stream. */
 int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids);
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
