@@ -19,7 +19,10 @@
  *
  * Measurements come from a measurer: the real one (compile, run, check on
  * this CPU) or a replayed dataset (another store's records looked up by task
- * and configuration; configurations absent from it are unmeasurable). Every
+ * and configuration; configurations absent from it are unmeasurable). Real
+ * measurements are bounded (tn_opts.bound): a trial already K times slower
+ * than its task's best after one timed repeat is timed no further, and its
+ * record, marked bounded, is never a best nor confirmed. Every
  * batch is stored through a record session; an interrupted run keeps its
  * records and can be resumed (its options are kept in run.params).
  */
