@@ -11,7 +11,8 @@
 # trial, bounded trials and the time split of `report runs` (search, fit,
 # compile, run), the re-timed best; then per task the medians over seeds of
 # s/trial off and on and of the best latency ratio on / off (within 1.02: the
-# same kernels within noise).
+# same kernels within noise), and for how many seeds both tunes found the
+# very same best configuration (its ratio is then the re-timing's noise).
 #
 # usage: tune-speed.sh TUNEKIT WORKDIR [SEEDS [TRIALS]]
 #   SEEDS a count (default 3), TRIALS a tune's budget (default 96)
@@ -106,8 +107,10 @@ echo "$TASKS" | sed '/^$/d' | while read -r task; do
 			r=$((r + 1))
 		done
 		rm -rf "$DIR/rcache"
-		printf '%s\t%s\t%s\t%s\t%s\n' "$i" "$task" "$s" "$(median <"$DIR/roff.txt")" \
-			"$(median <"$DIR/ron.txt")" >>"$DIR/best.tsv"
+		same=0
+		[ "$coff" != "$con" ] || same=1
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$task" "$s" "$(median <"$DIR/roff.txt")" \
+			"$(median <"$DIR/ron.txt")" "$same" >>"$DIR/best.tsv"
 		s=$((s + 1))
 	done
 done
@@ -124,6 +127,7 @@ FILENAME ~ /best.tsv$/ {
 	best[$1, $3, "on"] = $5
 	nr[$1]++
 	ratio[$1, nr[$1]] = $4 > 0 ? $5 / $4 : 0
+	same[$1] += $6
 	next
 }
 { row[++n] = $0 }
@@ -138,8 +142,8 @@ END {
 		c = ++cnt[f[1], m]
 		spt[f[1], m, c] = f[4] / trials
 	}
-	printf "\n%-40s %12s %12s %15s\n", "task (medians over seeds)", "off_s/trial", "on_s/trial",
-		"best on/off"
+	printf "\n%-40s %12s %12s %12s %10s\n", "task (medians over seeds)", "off_s/trial",
+		"on_s/trial", "best on/off", "same_best"
 	for (t = 1; t in task; t++) {
 		for (m = 0; m <= 1; m++) {
 			delete v
@@ -150,6 +154,7 @@ END {
 		delete v
 		for (c = 1; c <= nr[t]; c++)
 			v[c] = ratio[t, c]
-		printf "%-40s %12.3f %12.3f %15.3f\n", task[t], med[0], med[1], median(v, nr[t])
+		printf "%-40s %12.3f %12.3f %12.3f %6d of %d\n", task[t], med[0], med[1], median(v, nr[t]),
+			same[t], nr[t]
 	}
 }' "$DIR/best.tsv" "$OUT"
