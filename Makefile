@@ -21,6 +21,7 @@
 #   make bench-ml2  ML2Tuner (P+V+A) against xgb and its ablations (vta-sim, CPU, Kernel Tuner replays)
 #   make bench-measure  configurations measured per minute, against a baseline
 #   make bench-compile  compiler seconds per generated kernel, against a baseline
+#   make bench-tune-speed  seconds per trial of tune with and without bounded timing
 #   make install    install to $(DESTDIR)$(PREFIX)
 
 PREFIX ?= /usr/local
@@ -382,6 +383,18 @@ bench-measure: tunekit measure-base
 bench-compile: tunekit measure-base
 	sh tests/bench/compile.sh ./tunekit $(MEASURE_BASEDIR)/tunekit $(MEASURE_SAMPLE)
 
+# Tuning speed with and without bounded timing (issue 56; tests/bench/
+# tune-speed.sh): the same xgb+sa tunes of a mix (GEMM 1024^3, a transformer
+# dense layer, a ResNet 3x3 conv, a BERT batch_matmul, a depthwise conv) with
+# --bound 0 and the default, interleaved, TUNE_SPEED_SEEDS seeds of
+# TUNE_SPEED_TRIALS trials; s/trial, the time split and the best kernels'
+# latency ratio. About 2 x 5 x 3 tunes of 1-3 minutes: run it on a quiet machine.
+TUNE_SPEED_SEEDS ?= 3
+TUNE_SPEED_TRIALS ?= 96
+bench-tune-speed: tunekit
+	sh tests/bench/tune-speed.sh ./tunekit $(BUILD)/bench/tune-speed $(TUNE_SPEED_SEEDS) \
+		$(TUNE_SPEED_TRIALS)
+
 bench-deps:
 	apt-get update -qq
 	apt-get install -y --no-install-recommends $(BENCH_DEBIAN_PACKAGES)
@@ -399,6 +412,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -46,8 +46,9 @@ static const char *const usage[] = {
 	"hardware (sum of weight x best latency).\n"
 	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
 	"search, model fits, compilation, running; the build cache's hit rate; code\n"
-	"generation, the reference, storing), trials, valid records, trials measured and\n"
-	"answered by the model (tune --controller), and best latency.\n"
+	"generation, the reference, storing), trials, valid records, bounded records (tune\n"
+	"--bound), trials measured and answered by the model (tune --controller), and best\n"
+	"latency.\n"
 	"curve: the best GFLOPS found so far after each trial of each task of a run (default:\n"
 	"the most recent run), with the seconds since the run started; with --network, the\n"
 	"network's estimated latency instead; with --plot, an SVG chart instead of the table.\n"
@@ -57,7 +58,8 @@ static const char *const usage[] = {
 	"model: the cost models in the store with their holdout metrics.\n"
 	"records: every measurement, valid or not (of --hardware, of the --run runs, of\n"
 	"--task), by task then id: its id, task, config, hw, valid, error, latency, GFLOPS,\n"
-	"run, the load it was timed under and hw_kind. As TSV a record stream: 'tunekit\n"
+	"run, the load it was timed under, hw_kind and bounded (1: tune --bound stopped its\n"
+	"timing after one repeat). As TSV a record stream: 'tunekit\n"
 	"measure --config -' measures its configurations again, on another target say.\n"
 	"hardware: every hardware in the store: its id (what --hardware takes), kind, target\n"
 	"spec, records, valid records, tasks, and key.\n"
@@ -242,6 +244,7 @@ static int run_row(void *p, const store_runinfo *r)
 {
 	best_ctx *b = p;
 	char id[24], trials[24], valid[24], best[32] = "", start[32], dur[32] = "", hw[24];
+	char bounded[24];
 	time_t t = (time_t)r->started;
 	struct tm tm;
 	if (o.hardware && r->hardware_id != o.hardware)
@@ -249,6 +252,7 @@ static int run_row(void *p, const store_runinfo *r)
 	snprintf(id, sizeof id, "%lld", (long long)r->id);
 	snprintf(trials, sizeof trials, "%lld", (long long)r->ntrials);
 	snprintf(valid, sizeof valid, "%lld", (long long)r->nvalid);
+	snprintf(bounded, sizeof bounded, "%lld", (long long)r->nbounded);
 	snprintf(hw, sizeof hw, "%lld", (long long)r->hardware_id);
 	strftime(start, sizeof start, "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
 	if (r->best_median >= 0) {
@@ -273,7 +277,7 @@ static int run_row(void *p, const store_runinfo *r)
 	if (r->predicted >= 0)
 		snprintf(pred, sizeof pred, "%.0f", r->predicted);
 	const char *cells[] = { id, r->method, start, dur, split[0], split[1], split[2], split[3],
-	                        hit, split[4], split[5], split[6], trials, valid, meas, pred, best,
+	                        hit, split[4], split[5], split[6], trials, valid, bounded, meas, pred, best,
 	                        hw, r->replay ? r->replay : "", r->argv };
 	table_row(b->t, cells);
 	return 0;
@@ -283,7 +287,8 @@ static int report_runs(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"run", "method", "started", "seconds", "search_s", "fit_s", "compile_s", "run_s",
-		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "measured", "predicted",
+		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "bounded", "measured",
+		"predicted",
 		"best_latency", "hw", "replay", "command",
 	};
 	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr), hdr), .fmt = fmt, .task = NULL };
@@ -1060,6 +1065,7 @@ static int record_row(void *p, const store_rec *r)
 {
 	best_ctx *b = p;
 	char id[24], hw[24], run[24], valid[4], lat[32] = "", gf[32] = "", load[32] = "";
+	char bounded[4] = "";
 	if (b->task && strcmp(b->task, r->task)) /* --run: store_run_records reads all tasks */
 		return 0;
 	snprintf(id, sizeof id, "%lld", (long long)r->id);
@@ -1075,8 +1081,10 @@ static int record_row(void *p, const store_rec *r)
 	}
 	if (r->load >= 0)
 		snprintf(load, sizeof load, "%.2f", r->load);
+	if (r->valid)
+		snprintf(bounded, sizeof bounded, "%d", r->bounded != 0);
 	const char *cells[] = { id, r->task, r->config, hw, valid, r->valid ? "" : r->message ? r->message : "",
-	                        lat, gf, run, load, r->hw_kind ? r->hw_kind : "" };
+	                        lat, gf, run, load, r->hw_kind ? r->hw_kind : "", bounded };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -1085,7 +1093,7 @@ static int report_records(tk_ctx *ctx, int fmt)
 {
 	static const char *const hdr[] = {
 		"id", "task", "config", "hw", "valid", "error", "latency_s", "gflops", "run", "load",
-		"hw_kind",
+		"hw_kind", "bounded",
 	};
 	char hw[24];
 	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr), hdr), .fmt = fmt,

@@ -214,6 +214,8 @@ static void summary(tk_ctx *ctx, const tn_result *r)
 	if (r->predicted > 0 || r->measured > 0)
 		fprintf(stderr, ", %lld measured and %lld answered by the model (adaptive controller)",
 		        (long long)r->measured, (long long)r->predicted);
+	if (r->bounded > 0)
+		fprintf(stderr, ", %lld bounded", (long long)r->bounded);
 	if (r->confirmed > 0)
 		fprintf(stderr, " and %lld to confirm the fastest", (long long)r->confirmed);
 	fprintf(stderr, " in %.1f s", r->seconds);

@@ -1,4 +1,4 @@
--- tunekit record store, schema version 3.
+-- tunekit record store, schema version 4.
 --
 -- One SQLite file holds everything tunekit learns: the hardware it measured
 -- on, the tasks (operators with shapes), the configurations tried, every
@@ -8,7 +8,7 @@
 -- keyed by PRAGMA user_version.
 --
 -- Version 2 (the tuning loop) added run.params, run_log and foreign_record.
--- Version 3 added measurement.load.
+-- Version 3 added measurement.load, version 4 measurement.bounded.
 --
 -- Times are seconds. Timestamps are Unix seconds (REAL). BLOBs of numbers
 -- are zlib-compressed little-endian arrays (float64 for times, float32 for
@@ -100,8 +100,12 @@ CREATE TABLE measurement (
   times     BLOB,                   -- zlib(float64[nrepeat]) seconds per call of each repeat
   compile_s REAL,                   -- compile time (0 if cached)
   at        REAL NOT NULL,          -- when measured
-  load      REAL                    -- 1-minute load average per online CPU just before
+  load      REAL,                   -- 1-minute load average per online CPU just before
                                     -- the timed runs; NULL if unknown (v3)
+  bounded   INTEGER NOT NULL DEFAULT 0 -- 1: tune's bounded timing stopped after the
+                                    -- first timed repeat, already slower than the
+                                    -- bound (tune --bound): nrepeat 1, a real but
+                                    -- single timing; never a task's best (v4)
 );
 CREATE INDEX measurement_config ON measurement(config_id, hardware_id);
 CREATE INDEX measurement_run ON measurement(run_id, trial);

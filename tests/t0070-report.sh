@@ -162,7 +162,7 @@ test_expect_success 'hardware lists each hardware with its records, its id found
 
 test_expect_success 'records lists every measurement, by hardware, run and task' '
 	tunekit report --format tsv records >rec &&
-	head -1 rec | grep -q "^id	task	config	hw	valid	error	latency_s	gflops	run	load	hw_kind$" &&
+	head -1 rec | grep -q "^id	task	config	hw	valid	error	latency_s	gflops	run	load	hw_kind	bounded$" &&
 	test "$(tail -n +2 rec | wc -l)" = "$(sql "SELECT COUNT(*) FROM measurement")" &&
 	tunekit report --format tsv records --run 2 --task $DENSE >r2 &&
 	test_rows r2 6 &&

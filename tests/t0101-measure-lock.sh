@@ -168,9 +168,10 @@ test_expect_success 'measurements record the load; report best flags busy ones' 
 
 test_expect_success 'a version-2 store gains the load column when next written' '
 	tunekit measure -q --measure-lock "$L" --db v2.db --task $TASK --naive >/dev/null &&
-	sqlite3 v2.db "ALTER TABLE measurement DROP COLUMN load; PRAGMA user_version = 2" &&
+	sqlite3 v2.db "ALTER TABLE measurement DROP COLUMN bounded;
+		ALTER TABLE measurement DROP COLUMN load; PRAGMA user_version = 2" &&
 	tunekit measure -q --measure-lock "$L" --db v2.db --task $TASK --naive >/dev/null &&
-	test "$(sqlite3 v2.db "PRAGMA user_version")" -eq 3 &&
+	test "$(sqlite3 v2.db "PRAGMA user_version")" -eq 4 &&
 	test "$(sqlite3 v2.db "SELECT COUNT(*) FROM measurement WHERE load IS NULL AND id = 1")" -eq 1 &&
 	tunekit report --db v2.db best >best && test_rows best 1
 '

@@ -103,6 +103,7 @@ void run_opts_default(run_opts *o)
 	o->microbatch = 50;
 	o->cv = 0.1;
 	o->cpu_clock = 0;
+	o->bound_s = 0;
 }
 
 int run_opts_clock(run_opts *o, const char *name)
@@ -1131,6 +1132,10 @@ static void child_measure(const build_job *obj, const run_io *io,
 				flush_caches(flush, k);
 			r->times[k] = time_calls(f, bufs, ws, b) / (double)b;
 			k++;
+			if (k == 1 && o->bound_s > 0 && r->times[0] > o->bound_s) {
+				r->bounded = 1;
+				break;
+			}
 			if (k >= 3 && run_cv(r->times, k) < o->cv)
 				break;
 		}
@@ -1138,12 +1143,17 @@ static void child_measure(const build_job *obj, const run_io *io,
 		r->nrepeat = k;
 	} else {
 		r->number = (int)number;
+		r->nrepeat = o->repeat;
 		for (int k = 0; k < o->repeat; k++) {
 			if (flush)
 				flush_caches(flush, k);
 			r->times[k] = time_calls(f, bufs, ws, number) / (double)number;
+			if (k == 0 && o->bound_s > 0 && r->times[0] > o->bound_s) {
+				r->bounded = 1; /* far slower than the best: one repeat is enough */
+				r->nrepeat = 1;
+				break;
+			}
 		}
-		r->nrepeat = o->repeat;
 	}
 
 	if (!check_output(out, io, " after repeated calls", &r->max_err, r->msg, sizeof r->msg))
@@ -1421,7 +1431,7 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 	assert(obj && t && io && o && r);
 	assert(o->repeat >= 1 && o->repeat <= RUN_MAXREPEAT && o->number >= 0);
 	assert(!o->adaptive || (o->microbatch >= 1 && o->cv >= 0));
-	assert(o->timeout_s > 0 && o->warmup >= 0);
+	assert(o->timeout_s > 0 && o->warmup >= 0 && o->bound_s >= 0);
 	assert(io->out_n > 0 && io->ref && io->refabs && io->nin >= 0);
 	assert(t->threads >= 1);
 
@@ -1438,6 +1448,7 @@ int run_kernel(const build_job *obj, const tk_target *t, const run_io *io,
 		r->msg[sizeof r->msg - 1] = 0;
 		if (r->nrepeat < 0 || r->nrepeat > RUN_MAXREPEAT)
 			r->nrepeat = 0;
+		r->bounded = r->error == MEAS_OK && got.bounded && r->nrepeat == 1;
 	} else {
 		r->error = error;
 		snprintf(r->msg, sizeof r->msg, "%s", msg);

@@ -20,7 +20,10 @@
  * calls come in micro-batches of `microbatch`, and timing stops once there are
  * at least 3 and the coefficient of variation of the per-batch throughputs
  * (run_cv) is under `cv`; the result then has number = the batch size and
- * nrepeat = the batches run. A crash, a hang, a missing
+ * nrepeat = the batches run. With bound_s set (tune's bounded timing), a
+ * kernel whose first timed repeat (or micro-batch) already takes more than
+ * bound_s a call is not timed further: its result is that one repeat, marked
+ * bounded; the output is checked after it all the same. A crash, a hang, a missing
  * symbol or a wrong answer is reported in the result, not as an error of the
  * call. Only one kernel runs at a time.
  *
@@ -64,6 +67,9 @@ typedef struct run_opts {
 	double cv;            /* its stopping threshold */
 	int cpu_clock;        /* time the process's CPU time (divided by the target's
 	                         threads), not wall time: steadier on a busy machine */
+	double bound_s;       /* bounded timing: when the first timed repeat takes
+	                         more than this many seconds per call, stop there
+	                         (run_result.bounded); 0: time every repeat */
 } run_opts;
 
 /* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 1, no flush,
@@ -103,6 +109,8 @@ typedef struct run_result {
 	double times[RUN_MAXREPEAT]; /* seconds per call, one per repeat */
 	double mean, std, median;    /* over times[] */
 	double max_err;              /* worst |out-ref|/(rtol*refabs+atol) seen */
+	int bounded;                 /* 1: the first repeat was past run_opts.bound_s,
+	                                so it is the one repeat (nrepeat 1) */
 } run_result;
 
 /* Run the kernel obj that build_run produced (status BUILD_OK: its path,

@@ -98,6 +98,7 @@ int rec_batch(rec_session *s, int64_t task_id, const ms_result *r, int n, int64_
 			m.number = rr->number;
 			m.nrepeat = rr->nrepeat;
 			m.times = rr->times;
+			m.bounded = rr->bounded;
 		}
 		if ((rc = store_meas_add(s->store, &m, &mid)))
 			goto fail;

@@ -178,7 +178,8 @@ int store_records_all(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *c
 	rc = store_prepare(s,
 		"SELECT m.id, m.config_id, c.task_id, m.hardware_id, m.run_id, m.trial, m.valid,"
 		" m.error, t.key, c.text, c.sched, h.key, m.message, c.idx, t.flops, m.mean,"
-		" m.std, m.median, m.compile_s, m.at, m.number, m.nrepeat, m.load, h.kind"
+		" m.std, m.median, m.compile_s, m.at, m.number, m.nrepeat, m.load, h.kind,"
+		" m.bounded"
 		" FROM measurement m JOIN config c ON c.id = m.config_id"
 		" JOIN task t ON t.id = c.task_id JOIN hardware h ON h.id = m.hardware_id"
 		" WHERE ?1 = 0 OR m.hardware_id = ?1 ORDER BY t.key, h.key, m.id", &st);
@@ -210,6 +211,7 @@ int store_records_all(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *c
 		r.nrepeat = (int)col_int(st, 21, 0);
 		r.load = col_real(st, 22, -1);
 		r.hw_kind = (const char *)sqlite3_column_text(st, 23);
+		r.bounded = sqlite3_column_int(st, 24);
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}

@@ -191,9 +191,9 @@ static int merge_rows(tk_store *s, store_merge_stats *st)
 	if ((rc = store_query_int(s, "SELECT count(*) FROM merge_src.measurement", &nSrc)) ||
 	    (rc = exec_count(s,
 		"INSERT INTO main.measurement(config_id, hardware_id, run_id, trial, valid, error,"
-		" message, mean, std, median, number, nrepeat, times, compile_s, at, load)"
+		" message, mean, std, median, number, nrepeat, times, compile_s, at, load, bounded)"
 		" SELECT c.mid, h.mid, r.mid, a.trial, a.valid, a.error, a.message, a.mean, a.std,"
-		" a.median, a.number, a.nrepeat, a.times, a.compile_s, a.at, a.load"
+		" a.median, a.number, a.nrepeat, a.times, a.compile_s, a.at, a.load, a.bounded"
 		" FROM merge_src.measurement a JOIN temp.merge_config c ON c.sid = a.config_id"
 		" JOIN temp.merge_hw h ON h.sid = a.hardware_id"
 		" LEFT JOIN temp.merge_run r ON r.sid = a.run_id"

@@ -69,7 +69,8 @@ int store_task_best(tk_store *s, int64_t task_id, int64_t hardware_id, double *m
 	*median = -1;
 	if ((rc = store_prepare(s,
 	        "SELECT MIN(m.median) FROM measurement m JOIN config c ON c.id = m.config_id"
-	        " WHERE c.task_id = ?1 AND m.hardware_id = ?2 AND m.valid AND m.median > 0",
+	        " WHERE c.task_id = ?1 AND m.hardware_id = ?2 AND m.valid AND m.median > 0"
+	        " AND NOT m.bounded",
 	        &st)))
 		return rc;
 	sqlite3_bind_int64(st, 1, task_id);

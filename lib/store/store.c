@@ -37,7 +37,7 @@ extern const char tk_schema_sql[]; /* schemas/store.sql, see the Makefile */
  * user_version. An empty file (version 0) does not walk the chain: it gets
  * the current schema, tk_schema_sql, in one step, so entry 0 is never run and
  * schemas/store.sql must always equal version 1 plus every later migration.
- * Version 2 adds entry [1], version 3 entry [2].
+ * Version 2 adds entry [1], version 3 entry [2], version 4 entry [3].
  */
 static const char *const migrations[] = {
 	NULL, /* 0 -> STORE_VERSION: tk_schema_sql */
@@ -51,6 +51,8 @@ static const char *const migrations[] = {
 	" run_id INTEGER REFERENCES run(id), UNIQUE (format, text));",
 	/* 2 -> 3: the load the measurement was taken under */
 	"ALTER TABLE measurement ADD COLUMN load REAL;",
+	/* 3 -> 4: bounded timing; every older record was timed in full */
+	"ALTER TABLE measurement ADD COLUMN bounded INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(ArraySize(migrations) == STORE_VERSION,
                "one migration per version step");
@@ -90,8 +92,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN_END] = "UPDATE run SET ended = ?2 WHERE id = ?1",
 	[ST_MEAS_INSERT] =
 		"INSERT INTO measurement(config_id, hardware_id, run_id, trial, valid,"
-		" error, message, mean, std, median, number, nrepeat, times, compile_s, at, load)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+		" error, message, mean, std, median, number, nrepeat, times, compile_s, at, load,"
+		" bounded)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
 	[ST_MEAS_TIMES] = "SELECT times, nrepeat FROM measurement WHERE id = ?1",
 };
 
@@ -949,6 +952,7 @@ int store_meas_add(tk_store *s, const store_meas *m, int64_t *id)
 		sqlite3_bind_double(st, 16, m->load);
 	else
 		sqlite3_bind_null(st, 16);
+	sqlite3_bind_int(st, 17, m->valid && m->bounded ? 1 : 0);
 	rc = store_step_done(s, st);
 	free(aBlob);
 	if (rc == TK_OK)
@@ -994,7 +998,7 @@ int store_meas_times(tk_store *s, int64_t id, double **times, int *n)
 	"m.id, m.config_id, c.task_id, m.hardware_id, m.run_id, m.trial, m.valid," \
 	" m.error, t.key AS task_key, c.text, c.sched, h.key AS hw_key, m.message," \
 	" c.idx, t.flops, m.mean, m.std, m.median, m.compile_s, m.at, m.number," \
-	" m.nrepeat, m.load, h.kind AS hw_kind"
+	" m.nrepeat, m.load, h.kind AS hw_kind, m.bounded"
 #define REC_FROM \
 	" FROM measurement m JOIN config c ON c.id = m.config_id" \
 	" JOIN task t ON t.id = c.task_id JOIN hardware h ON h.id = m.hardware_id"
@@ -1042,6 +1046,7 @@ static void rec_read(sqlite3_stmt *st, store_rec *r)
 	r->nrepeat = (int)col_int(st, 21, 0);
 	r->load = col_real(st, 22, -1);
 	r->hw_kind = (const char *)sqlite3_column_text(st, 23);
+	r->bounded = sqlite3_column_int(st, 24);
 }
 
 /* Step a REC_COLUMNS query, calling cb per row, and finalize st. Returns
@@ -1076,7 +1081,7 @@ int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx)
 		"WITH r AS (SELECT " REC_COLUMNS ","
 		STORE_MEDIAN_RANK("m.config_id, m.hardware_id")
 		REC_FROM
-		" WHERE m.valid AND m.median IS NOT NULL"
+		" WHERE m.valid AND m.median IS NOT NULL AND NOT m.bounded"
 		" AND (?1 = 0 OR m.hardware_id = ?1)),"
 		" ranked AS (SELECT *, ROW_NUMBER() OVER"
 		" (PARTITION BY task_id, hardware_id ORDER BY median, id) AS rn"
@@ -1162,8 +1167,9 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 	rc = store_prepare(s,
 		"SELECT r.id, r.seed, r.hardware_id, r.argv, r.method, r.replay, h.key,"
 		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
-		" min(CASE WHEN m.valid THEN m.median END), l.search, l.fit, l.compile, l.run,"
-		" l.compiled, l.cached, l.codegen, l.reference, l.store, l.measured, l.predicted"
+		" min(CASE WHEN m.valid AND NOT m.bounded THEN m.median END), l.search, l.fit,"
+		" l.compile, l.run, l.compiled, l.cached, l.codegen, l.reference, l.store,"
+		" l.measured, l.predicted, count(CASE WHEN m.valid AND m.bounded THEN 1 END)"
 		" FROM run r LEFT JOIN hardware h ON h.id = r.hardware_id"
 		" LEFT JOIN measurement m ON m.run_id = r.id"
 		" LEFT JOIN (SELECT run_id,"
@@ -1206,6 +1212,7 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		r.store_s = col_real(st, 20, -1);
 		r.measured = col_real(st, 21, -1);
 		r.predicted = col_real(st, 22, -1);
+		r.nbounded = sqlite3_column_int64(st, 23);
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}

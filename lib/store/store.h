@@ -21,7 +21,7 @@
 
 typedef struct tk_store tk_store;
 
-#define STORE_VERSION 3
+#define STORE_VERSION 4
 
 enum {
 	STORE_READONLY = 1 /* open an existing store without creating or migrating */
@@ -81,6 +81,7 @@ typedef struct store_meas {
 	double at;               /* 0 means now */
 	double load;             /* load average per CPU before the timed runs; <= 0:
 	                            unknown (stored as NULL) */
+	int bounded;             /* 1: timed once, past tune's bound (valid only) */
 } store_meas;
 int store_meas_add(tk_store *s, const store_meas *m, int64_t *id);
 
@@ -96,6 +97,8 @@ typedef struct store_rec {
 	int number, nrepeat;
 	double load;            /* load average per CPU when timed, -1 if unknown */
 	const char *hw_kind;    /* the hardware's kind: cpu, simulated, imported, replay */
+	int bounded;            /* 1: its timing stopped at the bound (tune --bound):
+	                           one repeat, and never a task's best */
 } store_rec;
 /* Callback: return 0 to continue, non-zero to stop (that value is returned
  * by the query function as its result). */
@@ -105,7 +108,9 @@ typedef int (*store_rec_cb)(void *ctx, const store_rec *r);
  * then hardware key, as its median measurement: a configuration measured
  * n times is ranked by its (n/2 + 1)-th fastest record (the median, the
  * slower middle one of an even count), so one lucky timing does not make
- * it best; that record is passed. hardware_id 0 means all hardware. */
+ * it best; that record is passed. Bounded records (store_rec.bounded) are
+ * not counted: a task whose only valid records are bounded has no best.
+ * hardware_id 0 means all hardware. */
 int store_best(tk_store *s, int64_t hardware_id, store_rec_cb cb, void *ctx);
 /* One measurement by id; TK_ENOTFOUND if absent. */
 int store_meas_get(tk_store *s, int64_t id, store_rec_cb cb, void *ctx);
@@ -131,7 +136,8 @@ typedef struct store_runinfo {
 	const char *argv, *method, *replay, *hardware;
 	double started, ended; /* ended < 0 if NULL */
 	int64_t ntrials, nvalid;
-	double best_median;    /* < 0 if no valid record */
+	int64_t nbounded;      /* valid records whose timing stopped at tune's bound */
+	double best_median;    /* < 0 if no valid unbounded record */
 	/* the time split of tune and measure from the run log, summed over
 	 * the processes of the run; each < 0 when the run logged none: seconds
 	 * in search, model fits, compilation, running (the reference

@@ -22,8 +22,8 @@ int store_run_info(tk_store *s, int64_t run_id, double *started, char *method, s
  * ("the store has no runs") if there is none; TK_ESTORE. */
 int store_run_latest(tk_store *s, int64_t *run_id);
 
-/* The lowest median (seconds) of the valid measurements of task task_id on
- * hardware hardware_id that have a positive median, from any run, into
+/* The lowest median (seconds) of the valid, unbounded measurements of task
+ * task_id on hardware hardware_id that have a positive median, from any run, into
  * *median; -1 when there is none (that is not an error). TK_ESTORE. */
 int store_task_best(tk_store *s, int64_t task_id, int64_t hardware_id, double *median);
 

@@ -157,7 +157,7 @@ static int moses_end(tn_job *J, tn_task *t)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = measurer_run(&J->C, t, t->ctop, n, r, &cost)))
+	if ((rc = measurer_run(&J->C, t, t->ctop, n, r, &cost, 1)))
 		goto done;
 	if (J->C.data)
 		for (int i = 0; i < n; i++)

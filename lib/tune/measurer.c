@@ -39,6 +39,7 @@ static int got_record(void *p, const store_rec *rec)
 	r->run.mean = rec->mean > 0 ? rec->mean : rec->median;
 	r->run.std = rec->std > 0 ? rec->std : 0;
 	r->run.number = rec->number > 0 ? rec->number : 1;
+	r->run.bounded = rec->bounded;
 	double *times = NULL;
 	int nt = 0;
 	if (rec->nrepeat > 0 && !(L->rc = store_meas_times(L->data, rec->id, &times, &nt))) {
@@ -97,7 +98,7 @@ static int replay(tn_ctx *C, tn_task *t, const sp_config *c, int n, ms_result *o
 }
 
 int measurer_run(tn_ctx *C, tn_task *t, const sp_config *c, int n, ms_result *out,
-                 double *cost)
+                 double *cost, int bound)
 {
 	if (C->data)
 		return replay(C, t, c, n, out, cost);
@@ -106,5 +107,7 @@ int measurer_run(tn_ctx *C, tn_task *t, const sp_config *c, int n, ms_result *ou
 	 * kept, so their hidden features (A trains on them) compile nothing */
 	ms_opts o = C->o->ms;
 	o.reports = C->hidden && C->o->ml2_stages != TN_ML2_V;
+	/* bounded timing: the best so far is the one of the earlier batches */
+	o.run.bound_s = bound && C->o->bound > 0 && t->best_lat > 0 ? C->o->bound * t->best_lat : 0;
 	return ms_measure(t->mt, C->target, &o, c, n, out);
 }

@@ -89,6 +89,9 @@ const tn_optdesc tn_optdescs[] = {
 	  "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)", 0 },
 	{ "confirm", "confirm", TN_INT, F(confirm), 0, 1e6, "K",
 	  "then measure the K fastest configurations of each task twice more (default 8; 0: off)", 0 },
+	{ "bound", "bound", TN_DBL, F(bound), 1, BIG, "K",
+	  "time a trial no further once its first timed repeat is past K x its task's best"
+	  " latency so far (default 3; 0: off)", TN_OFF0 },
 	{ "cover", "cover", TN_INT, F(cover), 0, 1e6, "N",
 	  "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)", 0 },
 	{ "model_file", "model-file", TN_STR, F(model_file), 0, 0, "FILE",
@@ -211,7 +214,14 @@ static double get_num(const tn_opts *o, const tn_optdesc *d)
 static int in_range(const tn_optdesc *d, double v)
 {
 	return d->type == TN_STR || d->type == TN_U64 || d->type == TN_ENUM ||
-	       (v >= d->min && v <= d->max);
+	       (v >= d->min && v <= d->max) || ((d->flags & TN_OFF0) && v == 0);
+}
+
+/* The range of d's numbers for messages: "a to b", or "0, or a to b". */
+static const char *range_text(const tn_optdesc *d, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%.15g to %.15g", d->flags & TN_OFF0 ? "0, or " : "", d->min, d->max);
+	return buf;
 }
 
 int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text)
@@ -255,8 +265,10 @@ int tn_opt_set(tn_opts *o, const tn_optdesc *d, const char *text)
 	} else {
 		x = (double)i;
 	}
+	char range[80];
 	if (!in_range(d, x))
-		return tk_seterr(TK_EINVAL, "%s is out of range (%.15g to %.15g)", text, d->min, d->max);
+		return tk_seterr(TK_EINVAL, "%s is out of range (%s)", text,
+		                 range_text(d, range, sizeof range));
 	switch (d->type) {
 	case TN_INT: *(int *)p = (int)i; break;
 	case TN_I64: *(int64_t *)p = i; break;
@@ -271,9 +283,11 @@ int tn_opts_check(const tn_opts *o)
 	for (int i = 0; i < tn_noptdesc; i++) {
 		const tn_optdesc *d = &tn_optdescs[i];
 		double v = get_num(o, d);
+		char range[80];
 		if (!in_range(d, v))
-			return tk_seterr(TK_EINVAL, "%s%s %.15g is out of range (%.15g to %.15g)",
-			                 d->flag ? "--" : "", d->flag ? d->flag : d->key, v, d->min, d->max);
+			return tk_seterr(TK_EINVAL, "%s%s %.15g is out of range (%s)",
+			                 d->flag ? "--" : "", d->flag ? d->flag : d->key, v,
+			                 range_text(d, range, sizeof range));
 	}
 	return TK_OK;
 }

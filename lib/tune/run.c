@@ -31,6 +31,7 @@ void tn_opts_default(tn_opts *o)
 	o->seed = 1;
 	o->regtile = -1;
 	o->confirm = 8;
+	o->bound = TN_BOUND;
 	o->cover = 16;
 	o->ctl.cv = 0.1;
 	o->ctl.share = 0.5;
@@ -308,6 +309,7 @@ static int reload_rec(void *p, const store_rec *rec)
 	memset(&r, 0, sizeof r);
 	r.error = rec->error;
 	r.run.median = rec->median;
+	r.run.bounded = rec->bounded;
 	if (R->prior && sr_set_has(&t->visited, sp_index(t->space, &c)))
 		return 0; /* this run's own, or timed again to confirm it */
 	if ((R->rc = sr_set_add(&t->visited, sp_index(t->space, &c))) ||
@@ -336,6 +338,8 @@ int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids)
 	const tn_hooks *h = J->h;
 	int trial0 = J->s.trial;
 	int rc = rec_batch(&J->s, t->task_id, r, n, ids);
+	for (int i = 0; !rc && i < n; i++)
+		J->bounded += r[i].error == MEAS_OK && r[i].run.bounded;
 	if (!rc && h && h->records)
 		rc = h->records(h->ctx, t->key, t->flops, J->s.hw_id, J->s.run_id, trial0, r, ids, n);
 	return rc;
@@ -384,7 +388,7 @@ static int run_batch(tn_job *J, tn_task *t, int want, int *got)
 		goto done;
 	double think = tk_now() - t0; /* replay: the model and search time is real */
 	J->tuner_s += think;
-	if ((rc = measurer_run(C, t, cfg, n, r, &cost)))
+	if ((rc = measurer_run(C, t, cfg, n, r, &cost, 1)))
 		goto done;
 	cost += think;
 	if (C->data)
@@ -458,7 +462,7 @@ static int confirm_round(tn_job *J, tn_task *t, const int *top, int n, float *ba
 	}
 	for (int i = 0; i < m; i++)
 		cfg[i] = t->xc[top[i % n]];
-	if ((rc = measurer_run(&J->C, t, cfg, m, r, &cost)))
+	if ((rc = measurer_run(&J->C, t, cfg, m, r, &cost, 0)))
 		goto done;
 	rc = job_keep(J, t, r, m, ids);
 	J->confirmed += m;
@@ -489,7 +493,8 @@ static int confirm_task(tn_job *J, tn_task *t)
 		for (; n < k && !rc; n++) {
 			int best = -1;
 			for (int i = 0; i < t->nx; i++)
-				if (t->ys[i] > bar && (best < 0 || t->ys[i] > t->ys[best]) &&
+				if (!t->bnd[i] && /* one timing, far from the best: never confirmed */
+				    t->ys[i] > bar && (best < 0 || t->ys[i] > t->ys[best]) &&
 				    !sr_set_has(&done, sp_index(t->space, &t->xc[i])))
 					best = i;
 			if (best < 0)
@@ -956,6 +961,7 @@ static int tune_job(const job_args *A, const tn_hooks *h, tn_result *res)
 	res->hw_id = J.s.hw_id;
 	res->trials = J.used;
 	res->confirmed = J.confirmed;
+	res->bounded = J.bounded;
 	for (int i = 0; J.C.ctl && (J.C.ctl->flags & TN_CTL_ANSWERS) && i < J.ntask; i++) {
 		res->measured += J.tk[i]->measured;
 		res->predicted += J.tk[i]->predicted;

@@ -19,7 +19,10 @@
  *
  * Measurements come from a measurer: the real one (compile, run, check on
  * this CPU) or a replayed dataset (another store's records looked up by task
- * and configuration; configurations absent from it are unmeasurable). Every
+ * and configuration; configurations absent from it are unmeasurable). Real
+ * measurements are bounded (tn_opts.bound): a trial already K times slower
+ * than its task's best after one timed repeat is timed no further, and its
+ * record, marked bounded, is never a best nor confirmed. Every
  * batch is stored through a record session; an interrupted run keeps its
  * records and can be resumed (its options are kept in run.params).
  */
@@ -100,8 +103,13 @@ typedef struct tn_opts {
 	int xgb_rounds;           /* 0: xgb's default with early stopping */
 	double bo_kappa;          /* bo: the deviation's weight in the UCB (2) */
 	int confirm;              /* after the budget, measure the fastest this
-	                             many configurations of each task twice more
-	                             (not in replays); 0: off */
+	                             many unbounded configurations of each task
+	                             twice more (not in replays); 0: off */
+	double bound;             /* bounded timing: a trial whose first timed
+	                             repeat takes more than bound x its task's best
+	                             latency so far is timed no further (its record
+	                             is marked bounded); 0: off, else at least 1.
+	                             Not in replays nor the confirmation */
 	int cover;                /* until each loop order (value of the order
 	                             knob) has this many trials, plans give it
 	                             up to plan_size / 8 slots; 0: off */
@@ -148,10 +156,17 @@ typedef struct tn_opts {
 } tn_opts;
 
 enum { TN_RANK, TN_REG };                    /* tn_opts.objective */
+
+/* The default bound of bounded timing (tn_opts.bound). A kernel that shares
+ * its core with one other runnable process takes about twice its time, so a
+ * bound of 2 could stop the timing of a true contender on a busy machine;
+ * at 3 it takes more than that to mistake one, and the candidates far from
+ * the best, where most of a tune's timed seconds go, are still cut short. */
+#define TN_BOUND 3.0
 enum { TN_ML2_VA, TN_ML2_V, TN_ML2_A };      /* tn_opts.ml2_stages */
 
 /* Defaults: xgb, sa, the model's features, rank, plan 64, epsilon 0.05, batch 16, regtile -1,
- * confirm 8, cover 16, controller none (cv 0.1, share 0.5, 4 batches, top 8). */
+ * confirm 8, bound TN_BOUND, cover 16, controller none (cv 0.1, share 0.5, 4 batches, top 8). */
 void tn_opts_default(tn_opts *o);
 
 /* The options described once (options.c): a row per field of tn_opts,
@@ -161,7 +176,10 @@ void tn_opts_default(tn_opts *o);
  * ... have names (options.c): the text given and stored is the name,
  * parsed once into the value. */
 enum { TN_INT, TN_I64, TN_U64, TN_DBL, TN_STR, TN_ENUM };
-enum { TN_KEEP = 1 };             /* a resumed run keeps its own value */
+enum {
+	TN_KEEP = 1,              /* a resumed run keeps its own value */
+	TN_OFF0 = 2,              /* a number: 0 (off) is accepted besides min..max */
+};
 typedef struct tn_optdesc {
 	const char *key, *flag;
 	int type;
@@ -213,6 +231,7 @@ typedef struct tn_hooks {
 typedef struct tn_result {
 	int64_t run_id, hw_id, trials, invalid;
 	int64_t confirmed;        /* measurements of the confirmation, not in trials */
+	int64_t bounded;          /* trials whose timing stopped at the bound */
 	int64_t measured, predicted; /* the controller: trials measured (the final top
 	                             configurations included) and trials the model
 	                             answered; 0 without it */

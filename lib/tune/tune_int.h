@@ -54,6 +54,8 @@ typedef struct tn_task {
 	int nx, capx;
 	sp_config *xc;
 	float *ys;            /* throughput, 0 for invalid */
+	unsigned char *bnd;   /* 1: that trial's timing stopped at the bound (the
+	                         model learns from it; the confirmation skips it) */
 
 	/* model-based plan */
 	sp_config *plan;
@@ -133,6 +135,7 @@ typedef struct tn_job {
 	double start;
 	int64_t used, invalid;
 	int64_t confirmed;  /* measurements of the confirmation */
+	int64_t bounded;    /* trials whose timing stopped at the bound */
 	double clock0;      /* job_clock() when the budget started */
 	double tuner_s;     /* wall seconds in tuner_next and tuner_update */
 	int64_t round;      /* trials per scheduling round: o->round, but at most
@@ -140,8 +143,8 @@ typedef struct tn_job {
 	                       reaches every task of a network */
 } tn_job;
 
-/* Store n results of task t (their ids into ids) and pass them to the
- * record stream. */
+/* Store n results of task t (their ids into ids), count the bounded ones
+ * and pass them to the record stream. */
 int job_keep(tn_job *J, tn_task *t, const ms_result *r, int n, int64_t *ids);
 
 /* ---- per-task tuning (tuner.c) -------------------------------------------- */
@@ -203,8 +206,10 @@ void fcache_free(tn_fcache *f);
 
 /* Measure n configurations of t: for real, or from the replay dataset.
  * *cost receives the simulated seconds of a replayed batch (0 for real
- * measurements, whose time is the wall clock). */
+ * measurements, whose time is the wall clock). With bound set, real
+ * measurements are bounded (tn_opts.bound) by the task's best latency so
+ * far, when it has one; replayed ones keep the dataset's own flag. */
 int measurer_run(tn_ctx *C, tn_task *t, const sp_config *c, int n, ms_result *out,
-                 double *cost);
+                 double *cost, int bound);
 
 #endif

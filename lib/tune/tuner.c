@@ -687,9 +687,14 @@ int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, 
 			if (!ys)
 				return tk_seterr(TK_ENOMEM, "out of memory");
 			t->ys = ys;
+			unsigned char *bnd = realloc(t->bnd, sizeof *bnd * (size_t)cap);
+			if (!bnd)
+				return tk_seterr(TK_ENOMEM, "out of memory");
+			t->bnd = bnd;
 			t->capx = cap;
 		}
 		t->xc[t->nx] = c[i];
+		t->bnd[t->nx] = y > 0 && r[i].run.bounded;
 		t->ys[t->nx++] = (float)y;
 	}
 	if (!C->model_based && C->sk->learn) {
@@ -723,6 +728,7 @@ void tuner_task_free(tn_task *t)
 	sr_set_free(&t->visited);
 	free(t->xc);
 	free(t->ys);
+	free(t->bnd);
 	free(t->plan);
 	free(t->pool);
 	free(t->ctop);

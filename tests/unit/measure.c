@@ -1069,6 +1069,40 @@ TEST(test_run_adaptive)
 	CHECK_EQ_INT(res.nrepeat, RUN_MAXREPEAT);
 }
 
+TEST(test_run_bound)
+{
+	run_opts o;
+	run_opts_default(&o);
+	CHECK(o.bound_s == 0);
+	o.number = 10;
+	o.repeat = 5;
+	/* A kernel of about 100 us a call past a bound of 1 ns: the first
+	 * repeat is its one repeat, and the result says so. */
+	o.bound_s = 1e-9;
+	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+	CHECK_EQ_INT(res.bounded, 1);
+	CHECK_EQ_INT(res.nrepeat, 1);
+	CHECK_EQ_INT(res.number, 10);
+	CHECK(res.median == res.times[0] && res.median > o.bound_s && res.std == 0);
+	/* Under a bound of 10 s: every repeat, not bounded. */
+	o.bound_s = 10;
+	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+	CHECK_EQ_INT(res.bounded, 0);
+	CHECK_EQ_INT(res.nrepeat, 5);
+	/* The adaptive evaluator stops after its first micro-batch likewise. */
+	o.adaptive = 1;
+	o.bound_s = 1e-9;
+	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
+	CHECK_EQ_INT(res.bounded, 1);
+	CHECK_EQ_INT(res.nrepeat, 1);
+	o.adaptive = 0;
+	/* A bounded kernel is still checked after its timed calls: one that
+	 * goes wrong once it reads its own output is a wrong answer, not a
+	 * bounded record. */
+	CHECK_EQ_INT(run1(K_STATEFUL, &o), MEAS_WRONG_ANSWER);
+	CHECK_EQ_INT(res.bounded, 0);
+}
+
 TEST(test_run_crashes)
 {
 	run_opts o;
@@ -1474,6 +1508,6 @@ UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
-          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
+          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_bound,
           test_run_crashes, test_run_object_workspace, test_run_no_files, test_run_refuses, test_run_lock,
           test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)

@@ -663,6 +663,74 @@ TEST(test_empty_file)
 	store_close(s);
 }
 
+/* ---- 3a. bounded records: kept and read back, never a best ----------- */
+
+TEST(test_bounded)
+{
+	const char *path = tpath("bounded.db");
+	tk_store *s = NULL;
+	int64_t hw, t1, t2, c1, c2, c3, r1;
+	recs q;
+	runs rr;
+	const double t[1] = { 1e-3 };
+
+	CHECK_EQ_INT(store_open(path, 0, &s), TK_OK);
+	if (!s)
+		return;
+	store_run run1 = { "tunekit tune", "tune/xgb+sa", NULL, 1, 0 };
+	CHECK_EQ_INT(store_hardware_get(s, &HW_A, &hw), TK_OK);
+	run1.hardware_id = hw;
+	CHECK_EQ_INT(store_task_get(s, "dense:k=8,m=8,n=8", "dense", 1024, &t1), TK_OK);
+	CHECK_EQ_INT(store_task_get(s, "dense:k=9,m=9,n=9", "dense", 1458, &t2), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 0, "tile=1", "a\n", &c1), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t1, 1, "tile=2", "b\n", &c2), TK_OK);
+	CHECK_EQ_INT(store_config_get(s, t2, 0, "tile=1", "c\n", &c3), TK_OK);
+	CHECK_EQ_INT(store_run_begin(s, &run1, &r1), TK_OK);
+	/* Task 1: c1 timed in full at 5 ms, c2 bounded at 1 ms (faster: a
+	 * record no tune makes, but a best must not rest on it either way);
+	 * task 2: only a bounded record. An invalid record is never bounded. */
+	store_meas m = { .config_id = c1, .hardware_id = hw, .run_id = r1, .trial = 0,
+	                 .valid = 1, .mean = 5e-3, .median = 5e-3, .number = 1, .nrepeat = 1,
+	                 .times = t };
+	int64_t m1, m2, m3, m4;
+	CHECK_EQ_INT(store_meas_add(s, &m, &m1), TK_OK);
+	m.config_id = c2, m.trial = 1, m.mean = m.median = 1e-3, m.bounded = 1;
+	CHECK_EQ_INT(store_meas_add(s, &m, &m2), TK_OK);
+	m.config_id = c3, m.trial = 2;
+	CHECK_EQ_INT(store_meas_add(s, &m, &m3), TK_OK);
+	m.trial = 3, m.valid = 0, m.error = MEAS_RUNTIME_CRASH, m.nrepeat = 0;
+	CHECK_EQ_INT(store_meas_add(s, &m, &m4), TK_OK);
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM measurement WHERE bounded"), 2);
+
+	memset(&q, 0, sizeof q);
+	CHECK_EQ_INT(store_run_records(s, r1, recs_cb, &q), TK_OK);
+	CHECK_EQ_INT(q.n, 4);
+	if (q.n == 4) {
+		CHECK_EQ_INT(q.r[0].bounded, 0);
+		CHECK_EQ_INT(q.r[1].bounded, 1);
+		CHECK_EQ_INT(q.r[2].bounded, 1);
+		CHECK_EQ_INT(q.r[3].bounded, 0);
+	}
+	/* store_best: task 1's best is c1; task 2 has none. */
+	memset(&q, 0, sizeof q);
+	CHECK_EQ_INT(store_best(s, 0, recs_cb, &q), TK_OK);
+	CHECK_EQ_INT(q.n, 1);
+	CHECK_EQ_INT(q.r[0].id, m1);
+	CHECK(q.r[0].median == 5e-3);
+	double best;
+	CHECK_EQ_INT(store_task_best(s, t1, hw, &best), TK_OK);
+	CHECK(best == 5e-3);
+	CHECK_EQ_INT(store_task_best(s, t2, hw, &best), TK_OK);
+	CHECK(best < 0);
+	/* store_runs counts them; the run's best latency is not one of them. */
+	memset(&rr, 0, sizeof rr);
+	CHECK_EQ_INT(store_runs(s, runs_cb, &rr), TK_OK);
+	CHECK_EQ_INT(rr.n, 1);
+	CHECK_EQ_INT(rr.r[0].nbounded, 2);
+	CHECK(rr.r[0].best_median == 5e-3);
+	store_close(s);
+}
+
 /* ---- 3b. a version-1 store migrates to the current version ---------- */
 
 TEST(test_migrate_v1)
@@ -699,6 +767,9 @@ TEST(test_migrate_v1)
 	/* version 3: the measurement's load */
 	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM pragma_table_info('measurement')"
 	                                  " WHERE name = 'load'"), 1);
+	/* version 4: bounded timing; older records were timed in full */
+	CHECK_EQ_INT(sql_int(store_db(s), "SELECT count(*) FROM pragma_table_info('measurement')"
+	                                  " WHERE name = 'bounded' AND \"notnull\" AND dflt_value = '0'"), 1);
 	store_close(s);
 	/* and opens again without migrating */
 	CHECK_EQ_INT(store_open(path, STORE_READONLY, &s), TK_OK);
@@ -991,5 +1062,5 @@ done:
 }
 
 UNIT_MAIN(test_create, test_roundtrip, test_best_is_median, test_report_lookups,
-          test_empty_file, test_migrate_v1, test_corrupt, test_bad_times,
+          test_empty_file, test_bounded, test_migrate_v1, test_corrupt, test_bad_times,
           test_killed_writer, test_reader_writer)

@@ -53,6 +53,34 @@ TEST(options_enums_parse_once)
 	CHECK(strstr(tk_errmsg(), "unknown model 'svm' (auto, xgb,") != NULL);
 }
 
+/* The bound of bounded timing is 0 (off) or at least 1, from the command
+ * line and in a run's stored parameters alike; a bad value leaves it. */
+TEST(options_bound_off_or_at_least_1)
+{
+	tn_opts o;
+	tn_opts_default(&o);
+	CHECK(o.bound == TN_BOUND && TN_BOUND >= 1);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("bound"), "0"), TK_OK);
+	CHECK(o.bound == 0);
+	CHECK_EQ_INT(tn_opts_check(&o), TK_OK);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("bound"), "1"), TK_OK);
+	CHECK(o.bound == 1);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("bound"), "2.5"), TK_OK);
+	CHECK(o.bound == 2.5);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("bound"), "0.5"), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "out of range (0, or 1 to") != NULL);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("bound"), "-1"), TK_EINVAL);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("bound"), "x"), TK_EINVAL);
+	CHECK(o.bound == 2.5);
+	o.bound = 0.5;
+	CHECK_EQ_INT(tn_opts_check(&o), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "--bound 0.5 is out of range (0, or 1 to") != NULL);
+	/* another option's range says nothing of 0 */
+	tn_opts_default(&o);
+	CHECK_EQ_INT(tn_opt_set(&o, desc("plan_size"), "0"), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "out of range (1 to") != NULL);
+}
+
 /* The lines of the run parameters an older tunekit stored, where these
  * options were strings: they read into the values and write back the same. */
 TEST(options_old_params_round_trip)
@@ -118,4 +146,5 @@ TEST(controller_table)
 	}
 }
 
-UNIT_MAIN(options_enums_parse_once, options_old_params_round_trip, controller_table)
+UNIT_MAIN(options_enums_parse_once, options_bound_off_or_at_least_1,
+          options_old_params_round_trip, controller_table)
