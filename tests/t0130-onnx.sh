@@ -94,6 +94,21 @@ test_expect_success 'every model of data/models: the tasks ONNX'"'"'s own infere
 	test "$(ls "$TOP"/data/models/*.onnx | wc -l)" -ge 32
 '
 
+# The hand-derived task lists of data/networks against the import of the
+# same model: the same tasks with the same weights (order and comments aside).
+test_expect_success 'every hand-written network with a model: the same tasks and weights' '
+	n=0 &&
+	for f in "$TOP"/data/networks/*.tsv; do
+		m=$TOP/data/models/$(basename "$f" .tsv).onnx
+		[ -e "$m" ] || continue
+		tunekit import onnx "$m" | grep -v "^#" | tail -n +2 | sort >got &&
+		grep -v "^#" "$f" | tail -n +2 | sort >want &&
+		test_cmp want got || { echo "differs: $f"; return 1; }
+		n=$((n + 1))
+	done &&
+	test $n -ge 21
+'
+
 test_expect_success 'a symbolic dimension without --input exits 2 and names it' '
 	test_expect_code 2 tunekit import onnx "$D/symbolic.onnx" 2>err &&
 	grep -q "graph input .x.: dimension 0 is symbolic (.batch.): give the shape with --input x=" err &&
