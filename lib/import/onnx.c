@@ -2844,8 +2844,48 @@ static void print_dims(tk_sb *sb, const val *v)
 		tk_sb_printf(sb, "%s%lld", j ? "x" : "", (long long)v->dim[j]);
 }
 
-int onnx_output_shapes(const void *buf, size_t size, const char *where, const onnx_input *in,
-                       int nin, char **text)
+/* Each graph output's shape, a line each. */
+static int emit_shapes(ox *o, tk_sb *sb)
+{
+	for (int i = 0; i < o->noutput; i++) {
+		const val *v = o->output[i];
+		if (!v->known)
+			return bad(o, "graph output '%s' is produced by no node", pname(o, v->name));
+		tk_sb_printf(sb, "%s\t", pname(o, v->name));
+		print_dims(sb, v);
+		tk_sb_putc(sb, '\n');
+	}
+	return TK_OK;
+}
+
+/* The tasks as a network file. */
+static int emit_tasks(ox *o, tk_sb *sb)
+{
+	tk_sb_printf(sb, "# %s: the tasks of an ONNX model (opset %lld), by tunekit import onnx\n",
+	             o->where, (long long)o->opset);
+	/* the first inputs: a model exported without its weights has them
+	 * all as inputs, after the data */
+	for (int i = 0; i < o->ninput && i < 8; i++) {
+		const val *v = o->input[i];
+		tk_sb_printf(sb, "# input %s=", pname(o, v->name));
+		print_dims(sb, v);
+		tk_sb_putc(sb, '\n');
+	}
+	if (o->ninput > 8)
+		tk_sb_printf(sb, "# and %d more graph inputs\n", o->ninput - 8);
+	tk_sb_puts(sb, "weight\ttask\n");
+	for (int i = 0; i < o->ntask; i++) {
+		const node *nd = &o->nodes[o->task[i].node];
+		tk_sb_printf(sb, "# node %s (%s)\n%g\t%s\n", pname(o, nd->name), pname(o, nd->op),
+		             o->task[i].weight, o->task[i].key);
+	}
+	return TK_OK;
+}
+
+/* Read the model in buf (shapes only, or tasks too) and write what emit
+ * prints of it into a malloc'd *text. */
+static int read_emit(const void *buf, size_t size, const char *where, const onnx_input *in,
+                     int nin, int shapes, int (*emit)(ox *, tk_sb *), char **text)
 {
 	assert((buf || !size) && where && (in || !nin) && nin >= 0 && text);
 	*text = NULL;
@@ -2859,21 +2899,12 @@ int onnx_output_shapes(const void *buf, size_t size, const char *where, const on
 		return tk_seterr(TK_ENOMEM, "%s: out of memory", where);
 	}
 	o->where = pname(o, where);
-	o->shapes = 1;
+	o->shapes = shapes;
 	int rc = read_model(o, buf, size, in, nin);
 	if (!rc) {
 		tk_sb sb;
 		tk_sb_init(&sb);
-		for (int i = 0; i < o->noutput; i++) {
-			const val *v = o->output[i];
-			if (!v->known) {
-				rc = bad(o, "graph output '%s' is produced by no node", pname(o, v->name));
-				break;
-			}
-			tk_sb_printf(&sb, "%s\t", pname(o, v->name));
-			print_dims(&sb, v);
-			tk_sb_putc(&sb, '\n');
-		}
+		rc = emit(o, &sb);
 		if (!rc && sb.oom)
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 		if (rc)
@@ -2886,52 +2917,16 @@ int onnx_output_shapes(const void *buf, size_t size, const char *where, const on
 	return rc;
 }
 
+int onnx_output_shapes(const void *buf, size_t size, const char *where, const onnx_input *in,
+                       int nin, char **text)
+{
+	return read_emit(buf, size, where, in, nin, 1, emit_shapes, text);
+}
+
 int onnx_read(const void *buf, size_t size, const char *where, const onnx_input *in, int nin,
               char **tsv)
 {
-	assert((buf || !size) && where && (in || !nin) && nin >= 0 && tsv);
-	*tsv = NULL;
-	ox *o = calloc(1, sizeof *o);
-	if (!o)
-		return tk_seterr(TK_ENOMEM, "out of memory");
-	tk_arena_init(&o->a);
-	if (setjmp(o->a.oom)) {
-		tk_arena_free(&o->a);
-		free(o);
-		return tk_seterr(TK_ENOMEM, "%s: out of memory", where);
-	}
-	o->where = pname(o, where);
-	int rc = read_model(o, buf, size, in, nin);
-	if (!rc) {
-		tk_sb sb;
-		tk_sb_init(&sb);
-		tk_sb_printf(&sb, "# %s: the tasks of an ONNX model (opset %lld), by tunekit import onnx\n",
-		             o->where, (long long)o->opset);
-		/* the first inputs: a model exported without its weights has them
-		 * all as inputs, after the data */
-		for (int i = 0; i < o->ninput && i < 8; i++) {
-			const val *v = o->input[i];
-			tk_sb_printf(&sb, "# input %s=", pname(o, v->name));
-			print_dims(&sb, v);
-			tk_sb_putc(&sb, '\n');
-		}
-		if (o->ninput > 8)
-			tk_sb_printf(&sb, "# and %d more graph inputs\n", o->ninput - 8);
-		tk_sb_puts(&sb, "weight\ttask\n");
-		for (int i = 0; i < o->ntask; i++) {
-			const node *nd = &o->nodes[o->task[i].node];
-			tk_sb_printf(&sb, "# node %s (%s)\n%g\t%s\n", pname(o, nd->name), pname(o, nd->op),
-			             o->task[i].weight, o->task[i].key);
-		}
-		if (sb.oom) {
-			tk_sb_free(&sb);
-			rc = tk_seterr(TK_ENOMEM, "out of memory");
-		} else
-			*tsv = tk_sb_take(&sb);
-	}
-	tk_arena_free(&o->a);
-	free(o);
-	return rc;
+	return read_emit(buf, size, where, in, nin, 0, emit_tasks, tsv);
 }
 
 int onnx_import(const char *path, const onnx_input *in, int nin, char **tsv)
