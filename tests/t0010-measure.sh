@@ -195,12 +195,13 @@ test_expect_success '--sample draws a million distinct configurations in seconds
 	test "$(grep -c "^# tile" one)" -eq 1
 '
 
-# Two seconds in, the command is drawing (2,000,000 draws take 5-20 s); at 0.3 s a
-# loaded machine could still be starting it, before its handler was set.
+# One second in, the command is drawing: 10,000,000 draws take 5 s here (11 s
+# under ASan); at 0.3 s a loaded machine could still be starting it, before its
+# handler was set, and 2,000,000 draws were over in under a second.
 test_expect_success 'SIGTERM while drawing: exit 130 at once' '
 	timeout -s KILL 60 "$TUNEKIT_BIN" measure -q --db big.db --task $BIG \
-		--sample 2000000 --shard 1/1000000 --repeat 1 >/dev/null 2>err &
-	pid=$! && sleep 2 && kill -TERM $pid; wait $pid; rc=$?;
+		--sample 10000000 --shard 1/1000000 --repeat 1 >/dev/null 2>err &
+	pid=$! && sleep 1 && kill -TERM $pid; wait $pid; rc=$?;
 	test $rc -eq 130 && grep -q "interrupted" err
 '
 

@@ -1065,7 +1065,8 @@ int tn_trials_stored(tk_store *st, const char *hw_key, const char *task, int64_t
 		free(c.id);
 		return rc == TK_ENOMEM ? tk_seterr(rc, "out of memory") : rc;
 	}
-	qsort(c.id, c.n, sizeof *c.id, cmp_i64);
+	if (c.n)
+		qsort(c.id, c.n, sizeof *c.id, cmp_i64);
 	for (size_t i = 0; i < c.n; i++)
 		*n += i == 0 || c.id[i] != c.id[i - 1];
 	free(c.id);
