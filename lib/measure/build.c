@@ -128,12 +128,7 @@ int build_private_dir(const char *path, const char *what)
 	/* The parent: others who may write there could rename the cache away and
 	 * put theirs in its place, unless the sticky bit stops them. */
 	char parent[4096];
-	snprintf(parent, sizeof parent, "%s", dir);
-	char *slash = strrchr(parent, '/');
-	if (!slash)
-		snprintf(parent, sizeof parent, ".");
-	else
-		slash[slash == parent] = 0;
+	tk_dirname(parent, sizeof parent, dir);
 	if (stat(parent, &st2) == 0 && (st2.st_mode & 002) && !(st2.st_mode & S_ISVTX))
 		return tk_seterr(TK_EIO, "%s %s is in %s, which anyone may write to: "
 		                 "refusing it", what, dir, parent);

@@ -118,12 +118,7 @@ static int on_readonly_fs(const char *path)
 	char dir[4096];
 	if (statvfs(path, &sv) == 0)
 		return (sv.f_flag & ST_RDONLY) != 0;
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, sizeof dir, ".");
-	else
-		slash[slash == dir] = 0;
+	tk_dirname(dir, sizeof dir, path);
 	return statvfs(dir, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
 }
 

@@ -387,6 +387,16 @@ int tk_write_all(int fd, const void *data, size_t n)
 	return 0;
 }
 
+void tk_dirname(char *out, size_t n, const char *path)
+{
+	snprintf(out, n, "%s", path);
+	char *slash = strrchr(out, '/');
+	if (!slash)
+		snprintf(out, n, ".");
+	else
+		slash[slash == out] = 0;
+}
+
 int tk_is_special(const char *path)
 {
 	struct stat st;

@@ -141,6 +141,9 @@ int tk_write_renamed(const char *tmp, const char *path, const void *data, size_t
 /* Write n bytes of data to fd, retrying short writes and EINTR: 0, or -1
  * with errno. */
 int tk_write_all(int fd, const void *data, size_t n);
+/* The directory of path into out (n bytes): "." for a bare name, "/" for
+ * a name at the root. */
+void tk_dirname(char *out, size_t n, const char *path);
 /* 1 if path exists and is not a regular file: a device, FIFO, directory
  * or symbolic link (/dev/null, /dev/stdout), which an output is written
  * into (tk_write_into), never renamed over. */
