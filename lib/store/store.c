@@ -108,8 +108,6 @@ struct tk_store {
 
 /* ---- errors --------------------------------------------------------- */
 
-/* Map an SQLite result code to a tunekit one and set the message from the
- * connection's last error. Call before resetting the failed statement. */
 /* 1 if the filesystem holding path (or, when path does not exist, its
  * directory) is mounted read-only. */
 static int on_readonly_fs(const char *path)
@@ -122,6 +120,8 @@ static int on_readonly_fs(const char *path)
 	return statvfs(dir, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
 }
 
+/* Map an SQLite result code to a tunekit one and set the message from the
+ * connection's last error. Call before resetting the failed statement. */
 int store_err(tk_store *s, int rc)
 {
 	const char *zMsg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
