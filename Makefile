@@ -6,7 +6,7 @@
 #   make test-scale the tests of merge, --shard and the recipes for many machines
 #   make check-asan the same tests on a build with AddressSanitizer and UBSan
 #   make crash-test SIGKILL each writing command at 100 random moments
-#   make fuzz       libFuzzer on each input reader (FUZZ_S seconds each)
+#   make fuzz       libFuzzer on each input reader (FUZZ_S CPU seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
 #   make metatune-dataset  build or continue MetaTune's meta-training set
@@ -184,9 +184,9 @@ check-asan:
 		echo "check-asan: $$(echo "$$full" | wc -l) sanitizer report(s)"; exit 1; \
 	else echo "check-asan: no sanitizer reports"; fi
 
-# libFuzzer (clang) on each harness of tests/fuzz for FUZZ_S seconds, the
-# library instrumented with ASan and UBSan; prints executions and crashes
-# per harness. Not in CI: `make test` replays the corpora instead.
+# libFuzzer (clang) on each harness of tests/fuzz for FUZZ_S seconds of CPU
+# time (not wall time), the library instrumented with ASan and UBSan; prints
+# executions and crashes per harness. Not in CI: `make test` replays the corpora instead.
 FUZZ_S ?= 60
 FUZZ_BUILD = $(BUILD)/fuzz
 FUZZ_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined
