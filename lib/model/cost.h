@@ -43,6 +43,9 @@ enum {
 	                            rows; `train` gives it validation tasks only,
 	                            never the holdout (a fixed number of epochs
 	                            without them) */
+	CM_COSTLY = 1 << 9,      /* a row's score is a network's forward pass (about
+	                            a thousand times an xgb tree walk): the tuner's
+	                            annealing runs on a budget of scores */
 };
 
 typedef struct cm_params {

@@ -94,6 +94,7 @@ void sr_sa_opts_default(sr_sa_opts *o)
 	o->t_hi = 1;
 	o->t_lo = 0;
 	o->persistent = 1;
+	o->max_scores = 0;
 	o->nfix = 0;
 }
 
@@ -107,6 +108,8 @@ int sr_sa_new(const sp_space *sp, const sr_sa_opts *o, sr_sa **out)
 	sa->o = *o;
 	if (sa->o.chains < 1)
 		sa->o.chains = 1;
+	if (sa->o.max_scores > 0 && sa->o.max_scores / sa->o.chains - 1 < sa->o.iters)
+		sa->o.iters = sa->o.max_scores / sa->o.chains > 1 ? sa->o.max_scores / sa->o.chains - 1 : 1;
 	size_t n = (size_t)sa->o.chains;
 	sa->points = calloc(n, sizeof *sa->points);
 	sa->next = calloc(n, sizeof *sa->next);

@@ -64,6 +64,9 @@ typedef struct sr_sa_opts {
 	int early_stop;   /* 50 */
 	double t_hi, t_lo;/* temperature from 1 to 0 */
 	int persistent;   /* keep the chains between calls: 1 */
+	int max_scores;   /* 0: no limit; else the steps of one call are cut
+	                     to max_scores / chains - 1, and the temperature
+	                     falls over those steps */
 	int nfix;         /* 0 (default); else every point visited has */
 	int fix_knob[SR_MAXFIX];  /* candidate fix_value[i] of knob fix_knob[i] */
 	int fix_value[SR_MAXFIX];

@@ -84,6 +84,9 @@ const tn_optdesc tn_optdescs[] = {
 	{ "sa_chains", "sa-chains", TN_INT, F(sa.chains), 1, 1e6, "N",
 	  "simulated annealing chains (default 128)", 0 },
 	{ "sa_iters", "sa-iters", TN_INT, F(sa.iters), 1, 1e9, "N", "simulated annealing steps (default 500)", 0 },
+	{ "sa_scores", "sa-scores", TN_INT, F(sa.max_scores), -1, 1e9, "N",
+	  "model scores one annealing run may ask for (default 8192 on a network's scores:"
+	  " tlp, mtl-tlp; else 0: no limit)", 0 },
 	{ "sa_early_stop", NULL, TN_INT, F(sa.early_stop), 1, 1e9, NULL, NULL, 0 },
 	{ "regtile", "regtile", TN_INT, F(regtile), -1, 1e6, "N",
 	  "draw register tiles of at most N vectors (default: the ISA's registers - 2; 0: any)", 0 },

@@ -40,6 +40,7 @@ void tn_opts_default(tn_opts *o)
 	o->bo_kappa = 2;
 	o->alpha = 1;
 	sr_sa_opts_default(&o->sa);
+	o->sa.max_scores = -1; /* the model's: tuner.c sa_opts */
 	ms_opts_default(&o->ms);
 }
 

@@ -51,6 +51,21 @@ static sr_env env_of(tn_ctx *C, tn_task *t, dist_ctx *dc)
 	return e;
 }
 
+/* Ansor's evolutionary search scores about 2048 x 4 programs for a round
+ * of 64 measured; an annealing run on a network's scores (CM_COSTLY, 0.3
+ * to 0.6 ms a row on 2 cores) gets as many, where AutoTVM's 128 chains x
+ * up to 500 steps would ask for 64,000, 20-40 s per plan. */
+#define COSTLY_SCORES 8192
+
+/* The annealing options for t's model: --sa-scores, or its default. */
+static sr_sa_opts sa_opts(const tn_ctx *C, const tn_task *t)
+{
+	sr_sa_opts o = C->o->sa;
+	if (o.max_scores < 0)
+		o.max_scores = cm_is_model(t->mk) && (t->mk->flags & CM_COSTLY) ? COSTLY_SCORES : 0;
+	return o;
+}
+
 /* Configurations per plan and records per refit: the batch for a model
  * that fine-tunes (a cheap update, wanted after every measured batch),
  * else AutoTVM's plan_size. */
@@ -236,7 +251,7 @@ static int cover_orders(tn_ctx *C, tn_task *t)
 	for (int v = 0; v < nv && !rc; v++) {
 		if (need[v] <= 0)
 			continue;
-		sr_sa_opts o = C->o->sa;
+		sr_sa_opts o = sa_opts(C, t);
 		sr_sa *sa;
 		score_ctx s = { C, t, 0 };
 		int got = 0;
@@ -362,7 +377,8 @@ static int plan_on_model(tn_ctx *C, tn_task *t, int fit)
 	}
 	dist_ctx dc;
 	sr_env e = env_of(C, t, &dc);
-	if ((rc = C->sk->plan(&t->search, &e, &C->o->sa, score, &s, want, cand, sc, &got)))
+	sr_sa_opts so = sa_opts(C, t);
+	if ((rc = C->sk->plan(&t->search, &e, &so, score, &s, want, cand, sc, &got)))
 		goto done;
 	free(t->plan);
 	t->plan = malloc(sizeof *t->plan * (size_t)(got ? got : 1));

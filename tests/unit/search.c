@@ -127,6 +127,32 @@ TEST(test_sa_finds_the_maximum)
 	sr_sa_free(sa);
 }
 
+TEST(test_sa_keeps_to_its_score_budget)
+{
+	/* 8192 scores of 128 chains: the first points and 63 steps, where
+	 * 500 would be allowed; the temperature falls over those 63 */
+	tk_rng rng;
+	tk_rng_seed(&rng, 11, 0);
+	sr_sa_opts o;
+	sr_sa_opts_default(&o);
+	o.max_scores = 8192;
+	o.early_stop = 1000;
+	sr_sa *sa;
+	CHECK_EQ_INT(sr_sa_new(space, &o, &sa), TK_OK);
+	sp_sample(space, &rng, &target);
+	sp_config out[8];
+	float sc[8];
+	int n = 0, calls = 0;
+	CHECK_EQ_INT(sr_sa_find(sa, score, &calls, NULL, &rng, 8, out, sc, &n), TK_OK);
+	CHECK_EQ_INT(n, 8);
+	CHECK_EQ_INT(sr_sa_steps(sa), 63);
+	CHECK_EQ_INT(calls * o.chains, 8192);
+	/* within a knob value or two of the maximum (the first points score
+	 * about -2.5), where the unlimited run reaches it */
+	CHECK(sc[0] > -0.25);
+	sr_sa_free(sa);
+}
+
 TEST(test_sa_holds_a_fixed_knob)
 {
 	/* the maximum has order 0; held at order 2, every point found has
@@ -564,6 +590,7 @@ TEST(test_bo_plan)
 
 UNIT_MAIN(test_setup, test_local_penalisation, test_bo_plan, test_table_names_and_flags, test_grid_and_random_propose,
           test_anneal_without_a_model, test_ei_closed_form, test_set, test_sa_respects_space_and_exclusions, test_sa_finds_the_maximum,
+          test_sa_keeps_to_its_score_budget,
           test_sa_holds_a_fixed_knob,
           test_diverse, test_sa_small_space_is_exhausted_cleanly,
           test_vector_axis_fixes_the_block, test_tiles_of_three, test_regtile_limit, test_teardown)
