@@ -1152,6 +1152,24 @@ int store_hw_records(tk_store *s, const char *hw_key, const char *task, store_re
 	return rec_each(s, st, cb, ctx, &nRow);
 }
 
+int store_hw_configs(tk_store *s, const char *hw_key, const char *task, int64_t *n)
+{
+	sqlite3_stmt *st;
+	int found, rc;
+
+	assert(s && hw_key && task && n);
+	*n = 0;
+	rc = store_prepare(s, "SELECT count(DISTINCT m.config_id)" REC_FROM
+	                      " WHERE (h.key = ?1 OR CAST(h.id AS TEXT) = ?1) AND t.key = ?2", &st);
+	if (rc)
+		return rc;
+	store_bind_text(st, 1, hw_key);
+	store_bind_text(st, 2, task);
+	rc = store_step_id(s, st, n, &found);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 {
 	sqlite3_stmt *st;

@@ -121,6 +121,9 @@ int store_run_records(tk_store *s, int64_t run_id, store_rec_cb cb, void *ctx);
  * task key then id (none if the store does not know the hardware). */
 int store_hw_records(tk_store *s, const char *hw_key, const char *task, store_rec_cb cb,
                      void *ctx);
+/* The distinct configurations measured on that hardware (key or decimal
+ * id) of that task, valid or not, into *n (0 for an unknown hardware). */
+int store_hw_configs(tk_store *s, const char *hw_key, const char *task, int64_t *n);
 
 /* Lowest median of the valid measurements of (task, config text) on a
  * hardware; TK_ENOTFOUND if there is none. */

@@ -1026,32 +1026,6 @@ done:
 	return rc;
 }
 
-typedef struct stored_ctx {
-	int64_t *id;
-	size_t n, cap;
-} stored_ctx;
-
-static int stored_add(void *vctx, const store_rec *r)
-{
-	stored_ctx *c = vctx;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 256;
-		int64_t *id = realloc(c->id, cap * sizeof *id);
-		if (!id)
-			return TK_ENOMEM;
-		c->id = id;
-		c->cap = cap;
-	}
-	c->id[c->n++] = r->config_id;
-	return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 int tn_trials_stored(tk_store *st, const char *hw_key, const char *task, int64_t *n)
 {
 	te_prog *p;
@@ -1059,17 +1033,7 @@ int tn_trials_stored(tk_store *st, const char *hw_key, const char *task, int64_t
 	int rc = te_task_parse(task, &p);
 	if (rc)
 		return rc;
-	stored_ctx c = { 0 };
-	rc = store_hw_records(st, hw_key, p->key, stored_add, &c);
+	rc = store_hw_configs(st, hw_key, p->key, n);
 	te_prog_free(p);
-	if (rc) {
-		free(c.id);
-		return rc == TK_ENOMEM ? tk_seterr(rc, "out of memory") : rc;
-	}
-	if (c.n)
-		qsort(c.id, c.n, sizeof *c.id, cmp_i64);
-	for (size_t i = 0; i < c.n; i++)
-		*n += i == 0 || c.id[i] != c.id[i - 1];
-	free(c.id);
-	return TK_OK;
+	return rc;
 }
