@@ -118,8 +118,8 @@ typedef struct best_ctx {
 	int fmt;
 	const char *task; /* records: only this task key */
 	const tk_network *net; /* best: only its tasks, with their weights */
-	net_sum sum[64];
-	int nsum;
+	net_sum *sum;      /* one per hardware met, in the order met */
+	int nsum, cap;
 } best_ctx;
 
 /* The store's key of --task: canonical for a template task, as given for an
@@ -178,12 +178,19 @@ static int best_row(void *p, const store_rec *r)
 			return 0;
 		for (h = 0; h < b->nsum && b->sum[h].hw != r->hardware_id; h++)
 			;
-		if (h == b->nsum && b->nsum < (int)ArraySize(b->sum))
+		if (h == b->nsum) {
+			if (b->nsum == b->cap) {
+				int cap = b->cap ? 2 * b->cap : 8;
+				net_sum *s = realloc(b->sum, sizeof *s * (size_t)cap);
+				if (!s)
+					return TK_ENOMEM;
+				b->sum = s;
+				b->cap = cap;
+			}
 			b->sum[b->nsum++] = (net_sum){ r->hardware_id, 0, 0 };
-		if (h < b->nsum) {
-			b->sum[h].latency += b->net->task[i].weight * r->median;
-			b->sum[h].ntask++;
 		}
+		b->sum[h].latency += b->net->task[i].weight * r->median;
+		b->sum[h].ntask++;
 		snprintf(wt, sizeof wt, "%g", b->net->task[i].weight);
 	}
 	snprintf(id, sizeof id, "%lld", (long long)r->id);
@@ -222,7 +229,8 @@ static int report_best(tk_ctx *ctx, int fmt)
 	if (rc) {
 		table_free(b.t);
 		net_free(net);
-		return tk_fail(ctx, rc, NULL);
+		free(b.sum);
+		return tk_fail(ctx, rc, rc == TK_ENOMEM ? "out of memory" : NULL);
 	}
 	int status = table_print(b.t, stdout, fmt);
 	/* the estimate: every task of the network tuned on the hardware, or not */
@@ -237,6 +245,7 @@ static int report_best(tk_ctx *ctx, int fmt)
 		fprintf(stderr, "network %s: none of its %d tasks has a valid record%s\n", net->name,
 		        net->n, o.hardware ? " on that hardware" : "");
 	net_free(net);
+	free(b.sum);
 	return status;
 }
 
