@@ -9,6 +9,7 @@
 #   make fuzz       libFuzzer on each input reader (FUZZ_S CPU seconds each)
 #   make demo       measure a small GEMM and a ResNet-18 convolution
 #   make dataset    build or continue the offline dataset (DATASET_MINUTES=N)
+#   make costmodels train the built-in cost models again from the dataset
 #   make metatune-dataset  build or continue MetaTune's meta-training set
 #   make bench-meta MetaTune's Table 4: meta model against xgb, xgb-xfer
 #   make bench      benchmarks (not in CI)
@@ -21,7 +22,9 @@
 #   make bench-ml2  ML2Tuner (P+V+A) against xgb and its ablations (vta-sim, CPU, Kernel Tuner replays)
 #   make bench-measure  configurations measured per minute, against a baseline
 #   make bench-compile  compiler seconds per generated kernel, against a baseline
-#   make bench-tune-speed  seconds per trial of tune with and without bounded timing
+#   make bench-tune-speed  seconds per trial of tune, with and without bounded
+#                   timing, or against TUNE_SPEED_BASE=BIN (TUNE_SPEED_GUIDED=1:
+#                   both guided by a tlp model)
 #   make install    install to $(DESTDIR)$(PREFIX)
 
 PREFIX ?= /usr/local
@@ -68,8 +71,10 @@ HAND_NETWORKS := $(sort $(wildcard data/networks/*.tsv))
 ZOO_NETWORKS := $(filter-out $(HAND_NETWORKS:data/networks/%.tsv=data/models/%.tasks.tsv), \
 	$(sort $(wildcard data/models/*.tasks.tsv)))
 NETWORKS := $(HAND_NETWORKS) $(ZOO_NETWORKS)
+# Built-in cost models: data/costmodels/models.tsv and the files it names.
+COSTMODELS := $(shell awk -F'\t' 'NR > 1 { print "data/costmodels/" $$1 }' data/costmodels/models.tsv 2>/dev/null)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/networks.o \
-	$(BUILD)/gen/onnx.pb-c.o
+	$(BUILD)/gen/onnx.pb-c.o $(BUILD)/gen/costmodels.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -114,6 +119,11 @@ $(BUILD)/gen/networks.c: $(NETWORKS) Makefile
 	  echo 'const char *const tk_builtin_network_names[] = {'; \
 	  for f in $(NETWORKS); do printf '"%s",\n' "$$(basename $$f .tsv | sed 's/[.]tasks$$//')"; done; \
 	  echo '0 };'; } > $@
+
+# The cost models too (data/costmodels/embed.sh).
+$(BUILD)/gen/costmodels.c: data/costmodels/embed.sh data/costmodels/models.tsv $(COSTMODELS)
+	@mkdir -p $(dir $@)
+	sh data/costmodels/embed.sh data/costmodels > $@
 
 # The ONNX reader's protobuf-c code, generated from the system's onnx.proto
 # (libonnx-dev), never committed: it follows the installed protobuf-c.
@@ -234,6 +244,10 @@ metaeval-pack:
 # The shipped copy (data/dataset/dataset.db.gz) and its manifest.
 dataset-pack:
 	sh data/dataset/pack.sh
+# The built-in cost models (data/costmodels/), trained again from the
+# shipped dataset: after dataset-pack, then rebuild the binary.
+costmodels: tunekit
+	sh data/costmodels/build.sh ./tunekit
 # TLP and MTL-TLP against xgb on the dataset's held-out networks, and the
 # replayed search on their pools (tests/bench/tlp.sh).
 # Then MTL-TLP on Kernel Tuner's GPU spaces (tests/bench/kt-mtl.sh).
@@ -412,6 +426,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack costmodels metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -10,6 +10,7 @@
 #include "base/target.h"
 #include "cmd.h"
 #include "features/feature.h"
+#include "model/builtin.h"
 #include "model/cost.h"
 #include "search/search.h"
 #include "task/network.h"
@@ -131,6 +132,15 @@ static void help_models(void)
 		printf("%-7s %-29s %-11s %-8s %-14s %s\n", k->name, len ? feats : "-",
 		       k->flags & CM_UNCERTAINTY ? "yes" : "no", k->flags & CM_TRANSFER ? "yes" : "no",
 		       wl ? ways : "-", k->summary);
+	}
+	if (cm_nbuiltins == 0)
+		return;
+	/* the built-in models that --model-file builtin chooses from */
+	printf("\n%-8s %-6s %-8s %-7s %8s  %s\n", "builtin", "model", "features", "isa", "rows", "cpu");
+	for (int i = 0; i < cm_nbuiltins; i++) {
+		const cm_builtin *b = &cm_builtins[i];
+		printf("%-8s %-6s %-8s %-7s %8d  %s\n", b->name, b->kind, b->feature, b->isa, b->rows,
+		       b->cpu);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "features/feature.h"
 #include "import/onnx.h"
+#include "model/builtin.h"
 #include "store/store_report.h"
 #include "store/store_tuning.h"
 #include "task/network.h"
@@ -145,27 +146,57 @@ static int apply(tk_ctx *ctx, tn_opts *t, int resuming)
 	return ms_cli_apply(ctx, &o.ms, &t->ms);
 }
 
+/* --model-file builtin: the built-in model nearest the target tg (NULL on
+ * a replay), decoded into in->model and meta; *name is what messages call it. */
+static int read_builtin(tk_ctx *ctx, const tk_target *tg, tn_stores *in, mf_meta *meta,
+                        char *name, size_t size)
+{
+	int near, rc;
+	const cm_builtin *b = tg ? cm_builtin_nearest(tg->cpu, tg->isa, &near) : NULL;
+	if (!tg)
+		return tk_fail(ctx, TK_EINVAL, "--model-file builtin picks the model of the target's"
+		               " CPU and ISA: a replay has none (give the model's file)");
+	if (!b)
+		return tk_fail(ctx, TK_EINVAL, "no built-in model has %s code (tunekit help models)",
+		               tg->isa);
+	snprintf(name, size, "built-in model %s", b->name);
+	if ((rc = cm_decode(name, b->data, b->len, meta, &in->model)))
+		return tk_fail(ctx, rc, NULL);
+	if (!ctx->common.quiet)
+		fprintf(stderr, "%s: guided by the built-in %s model %s of %s, %s: %s\n", ctx->prog,
+		        b->kind, b->name, b->cpu, b->isa, cm_near_name(near));
+	return EXIT_OK;
+}
+
 /* The model of --model-file into in: its kind and feature kind become
  * the run's --model and --feature, which must agree if they are given. */
-static int read_model(tk_ctx *ctx, tn_opts *t, tn_stores *in)
+static int read_model(tk_ctx *ctx, const tk_target *tg, tn_opts *t, tn_stores *in)
 {
 	mf_meta meta;
-	int rc = cm_read(t->model_file, &meta, &in->model), feat, len;
-	if (rc) /* a file that is not a model is bad input, not a corrupt store */
+	char name[64];
+	const char *path = t->model_file;
+	int rc, feat, len;
+	if (!strcmp(path, "builtin")) {
+		if ((rc = read_builtin(ctx, tg, in, &meta, name, sizeof name)))
+			return rc;
+		path = name;
+	} else if ((rc = cm_read(path, &meta, &in->model))) {
+		/* a file that is not a model is bad input, not a corrupt store */
 		return tk_fail(ctx, rc == TK_ECORRUPT ? TK_EINVAL : rc, NULL);
+	}
 	const char *kind = mf_get(&meta, "kind"), *fname = mf_get(&meta, "feature");
-	if ((rc = tr_model_features(t->model_file, &meta, &feat, &len)))
+	if ((rc = tr_model_features(path, &meta, &feat, &len)))
 		return tk_fail(ctx, rc, NULL);
 	for (int i = 0; i < tn_noptdesc; i++) {
 		const char *key = tn_optdescs[i].key, *want = !strcmp(key, "model") ? kind
 		                                             : !strcmp(key, "feature") ? fname : NULL;
 		if (want && o.given[i] && strcmp(o.given[i], want))
 			return tk_fail(ctx, TK_EINVAL, "--%s %s, but %s is a %s model on %s features",
-			               tn_optdescs[i].flag, o.given[i], t->model_file, kind, fname);
+			               tn_optdescs[i].flag, o.given[i], path, kind, fname);
 	}
 	if (o.meta && strcmp(kind, "meta"))
 		return tk_fail(ctx, TK_EINVAL, "--meta takes a meta model (tunekit pretrain-meta); %s is"
-		               " a %s model (give it with --model-file)", t->model_file, kind);
+		               " a %s model (give it with --model-file)", path, kind);
 	snprintf(t->model, sizeof t->model, "%s", kind);
 	snprintf(t->feature, sizeof t->feature, "%s", fname);
 	in->model_d = len;
@@ -307,7 +338,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	}
 	/* the dataset of a replay and the history of transfer learning */
 	if (!status && t.model_file[0])
-		status = read_model(ctx, &t, &in);
+		status = read_model(ctx, t.replay[0] ? NULL : &tg, &t, &in);
 	/* --other-model picks a model for what a meta model does not cover */
 	const tn_optdesc *od = tn_optdesc_find("other_model");
 	if (!status && od && o.given[od - tn_optdescs] && !in.model_ops[0])

@@ -217,16 +217,11 @@ int cm_describe(cm_model *m, mf_meta *meta)
 	return rc;
 }
 
-int cm_read(const char *path, mf_meta *meta, cm_model **out)
+/* The model of a model file's decoded meta and payload. */
+static int cm_of(const char *path, mf_meta *meta, void *payload, size_t len, cm_model **out)
 {
-	void *payload = NULL;
-	size_t len = 0;
 	const cm_kind *k;
 	int rc;
-	*out = NULL;
-	memset(meta, 0, sizeof *meta);
-	if ((rc = mf_read(path, meta, &payload, &len)))
-		return rc;
 	if (!cm_is_model(k = cm_find(mf_get(meta, "kind"))))
 		rc = tk_seterr(TK_ECORRUPT, "%s: a model of kind '%s', which this tunekit does not have",
 		               path, mf_get(meta, "kind"));
@@ -234,6 +229,30 @@ int cm_read(const char *path, mf_meta *meta, cm_model **out)
 		rc = tk_seterr(TK_ECORRUPT, "%s: %s", path, tk_errmsg());
 	free(payload);
 	return rc;
+}
+
+int cm_read(const char *path, mf_meta *meta, cm_model **out)
+{
+	void *payload = NULL;
+	size_t len = 0;
+	int rc;
+	*out = NULL;
+	memset(meta, 0, sizeof *meta);
+	if ((rc = mf_read(path, meta, &payload, &len)))
+		return rc;
+	return cm_of(path, meta, payload, len, out);
+}
+
+int cm_decode(const char *name, const void *buf, size_t buflen, mf_meta *meta, cm_model **out)
+{
+	void *payload = NULL;
+	size_t len = 0;
+	int rc;
+	*out = NULL;
+	memset(meta, 0, sizeof *meta);
+	if ((rc = mf_decode(buf, buflen, meta, &payload, &len)))
+		return tk_seterr(rc, "%s: %s", name, tk_errmsg());
+	return cm_of(name, meta, payload, len, out);
 }
 
 const cm_kind *cm_kind_of(const cm_model *m)

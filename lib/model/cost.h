@@ -239,6 +239,9 @@ int cm_wrap(const cm_kind *k, void *state, cm_model **out);
  * (naming path) if it is not a model file, names no kind of the table or
  * its payload does not load; on error *out is NULL. */
 int cm_read(const char *path, mf_meta *meta, cm_model **out);
+/* The same for a model file's bytes in memory; name stands for the path in
+ * messages. */
+int cm_decode(const char *name, const void *buf, size_t len, mf_meta *meta, cm_model **out);
 void cm_free(cm_model *m); /* NULL is allowed */
 
 #endif

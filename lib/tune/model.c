@@ -113,12 +113,31 @@ static int fcache_full(const tn_fcache *f, int n)
 	return f->n + n > FCACHE_MAX || (size_t)(f->n + n) > (most > 1024 ? most : 1024);
 }
 
+int model_width(const tn_task *t, int *d)
+{
+	int rc = feat_length(t->feat, t->space, d);
+	if (!rc && t->width > *d)
+		*d = t->width;
+	return rc;
+}
+
+/* One row of d floats: c's features, zeros after them (t->width). */
+static int extract(const tn_task *t, const sp_config *c, float *row, int d)
+{
+	int own = d, rc;
+	if (t->width > 0 && (rc = feat_length(t->feat, t->space, &own)))
+		return rc;
+	if (own < d)
+		memset(row + own, 0, sizeof *row * (size_t)(d - own));
+	return feat_extract(t->feat, t->space, c, row, NULL);
+}
+
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dp)
 {
 	int rc;
 	if (!t->fc.key) {
 		int d;
-		if ((rc = feat_length(t->feat, t->space, &d)) || (rc = fcache_init(&t->fc, d)))
+		if ((rc = model_width(t, &d)) || (rc = fcache_init(&t->fc, d)))
 			return rc;
 	}
 	if (fcache_full(&t->fc, n)) {
@@ -132,7 +151,7 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 		int64_t s = fslot(&t->fc, idx);
 		if (!t->fc.key[s] && fcache_full(&t->fc, 1)) {
 			/* a call larger than the cache: the rest goes uncached */
-			if ((rc = feat_extract(t->feat, t->space, &c[i], &out[(size_t)i * (size_t)d], NULL)))
+			if ((rc = extract(t, &c[i], &out[(size_t)i * (size_t)d], d)))
 				return rc;
 			continue;
 		}
@@ -142,7 +161,7 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 					return rc;
 				s = fslot(&t->fc, idx);
 			}
-			if ((rc = feat_extract(t->feat, t->space, &c[i], &t->fc.val[s * d], NULL)))
+			if ((rc = extract(t, &c[i], &t->fc.val[s * d], d)))
 				return rc;
 			t->fc.key[s] = idx + 1;
 			t->fc.n++;
@@ -293,7 +312,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 	if (t->nx == 0 || (t->fixed && !t->model))
 		return TK_OK; /* a trained model that is never refit */
 	fcache_free(&t->sc); /* scores of the model before */
-	if ((rc = feat_length(t->feat, t->space, &d)))
+	if ((rc = model_width(t, &d)))
 		return rc;
 	x = malloc(sizeof *x * (size_t)t->nx * (size_t)d);
 	y = malloc(sizeof *y * (size_t)t->nx);
@@ -359,7 +378,7 @@ int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *
 			mu[i] = sd[i] = 0;
 		return TK_OK;
 	}
-	if ((rc = feat_length(t->feat, t->space, &d)))
+	if ((rc = model_width(t, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
 	if (!x)
@@ -392,7 +411,7 @@ static int predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 			out[i] = 0;
 		return TK_OK;
 	}
-	if ((rc = feat_length(t->feat, t->space, &d)))
+	if ((rc = model_width(t, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
 	float *margin = t->base && m ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;

@@ -737,9 +737,11 @@ static int job_tasks(tn_job *J, const job_args *A, tn_result *res)
 			continue;
 		if ((rc = feat_length(t->feat, t->space, &d)))
 			return rc;
-		if (d != in->model_d)
+		/* a narrower task's rows are padded (train pads a mixed store's) */
+		if (d > in->model_d)
 			return tk_seterr(TK_EINVAL, "%s: %d %s features, the model file takes %d", t->key, d,
 			                 feat_kind_name(t->feat), in->model_d);
+		t->width = in->model_d;
 		if (start && (rc = cm_clone(J->C.fixed, &t->model)))
 			return rc;
 	}

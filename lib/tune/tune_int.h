@@ -43,6 +43,10 @@ typedef struct tn_task {
 	const cm_kind *mk;
 	int feat;             /* FEAT_* */
 	cm_model *fixed;      /* C->fixed or NULL */
+	int width;            /* 0, or the model file's feature length where it is
+	                         longer than the task's: the rows are padded with
+	                         zeros, as train pads the rows of a store's
+	                         narrower tasks (model_width) */
 
 	tk_rng rng;
 	sr_set visited;       /* indices measured (or proposed) in this run */
@@ -187,7 +191,10 @@ int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, i
                  int *ok);
 /* The length model_hidden gives t's rows (0: none). */
 int model_hidden_length(tn_ctx *C, tn_task *t);
-/* Features of configurations of t (cached). out has n * d floats. */
+/* The length of t's feature rows: its feature kind's, or t->width. */
+int model_width(const tn_task *t, int *d);
+/* Features of configurations of t (cached). out has n * d floats, d as
+ * model_width gives it. */
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);
 /* Transfer learning (AutoTVM's load_history): train a base model per task
  * on the records of the history store hs measured on the hardware with

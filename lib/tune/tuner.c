@@ -484,7 +484,7 @@ static int ml2_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n)
 	float *x = NULL, *pv = malloc(sizeof *pv * (size_t)cap), *xh = NULL, *sc = NULL;
 	ranked *rk = NULL;
 	int nrej = 0;
-	if (!cand || !chunk || !rej || !rej_p || !pv || (rc = feat_length(t->feat, t->space, &fd)) ||
+	if (!cand || !chunk || !rej || !rej_p || !pv || (rc = model_width(t, &fd)) ||
 	    !(x = malloc(sizeof *x * (size_t)cap * (size_t)(fd > 0 ? fd : 1)))) {
 		rc = rc ? rc : tk_seterr(TK_ENOMEM, "out of memory");
 		goto done;

@@ -97,7 +97,8 @@ tune() {
 	rm -rf "$cache"
 	"$b" report --db "$db" --format tsv runs >"$DIR/runs.tsv"
 	split=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		{ print $c["bounded"] "\t" $c["search_s"] "\t" $c["fit_s"] "\t" $c["compile_s"] "\t" $c["run_s"] }' \
+		function col(k) { return (k in c) ? $c[k] : 0 } # a binary before --bound has no bounded
+		{ print col("bounded") "\t" col("search_s") "\t" col("fit_s") "\t" col("compile_s") "\t" col("run_s") }' \
 		"$DIR/runs.tsv")
 	best=$("$b" report --db "$db" --format tsv best | awk -F'\t' 'NR == 2 { print $3 }')
 	wall=$(echo "$t1 - $t0" | bc)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "features/feature.h"
+#include "model/builtin.h"
 #include "model/cost.h"
 #include "model/metrics.h"
 #include "model/modelfile.h"
@@ -1343,10 +1344,49 @@ TEST(cost_ml2_stages)
 	cm_free(m2);
 }
 
+/* The built-in models: each decodes (checksum, kind, features) and the
+ * nearest follows CPU, then vendor and ISA, then ISA, the most rows first. */
+TEST(builtin_models_decode_and_nearest)
+{
+	int near = -1;
+	CHECK(cm_nbuiltins > 0);
+	for (int i = 0; i < cm_nbuiltins; i++) {
+		const cm_builtin *b = &cm_builtins[i];
+		mf_meta meta;
+		cm_model *m = NULL;
+		CHECK_EQ_INT(cm_decode(b->name, b->data, b->len, &meta, &m), TK_OK);
+		CHECK(m && !strcmp(mf_get(&meta, "kind"), b->kind));
+		CHECK(!strcmp(mf_get(&meta, "feature"), b->feature));
+		cm_free(m);
+		/* one byte changed is refused by the checksum, never loaded */
+		unsigned char *bad = malloc(b->len);
+		memcpy(bad, b->data, b->len);
+		bad[b->len - 10] ^= 1;
+		CHECK_EQ_INT(cm_decode(b->name, bad, b->len, &meta, &m), TK_ECORRUPT);
+		CHECK(m == NULL);
+		free(bad);
+	}
+	for (int i = 0; i < cm_nbuiltins; i++) {
+		const cm_builtin *b = &cm_builtins[i], *n = cm_builtin_nearest(b->cpu, b->isa, &near);
+		CHECK_EQ_INT(near, CM_NEAR_CPU);
+		CHECK(n == b);
+	}
+	/* another CPU of a vendor: that vendor's model of the ISA with the most rows */
+	const cm_builtin *v = cm_builtin_nearest("AMD EPYC (family 99 model 1)", "avx2", &near);
+	CHECK(v && near == CM_NEAR_VENDOR && !strncmp(v->cpu, "AMD ", 4) && !strcmp(v->isa, "avx2"));
+	for (int i = 0; i < cm_nbuiltins; i++)
+		if (!strncmp(cm_builtins[i].cpu, "AMD ", 4) && !strcmp(cm_builtins[i].isa, "avx2"))
+			CHECK(cm_builtins[i].rows <= v->rows);
+	v = cm_builtin_nearest("Acme CPU (family 1 model 1)", "sse2", &near);
+	CHECK(v && near == CM_NEAR_ISA && !strcmp(v->isa, "sse2"));
+	CHECK(cm_builtin_nearest("Acme CPU", "neon", &near) == NULL);
+	CHECK_EQ_INT(near, CM_NEAR_NONE);
+}
+
 UNIT_MAIN(cost_table_names_and_flags, cost_default_features, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
           cost_xgb_warm_start,
           train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
           metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption, modelfile_load_error_message,
           store_training_rows_and_models, store_training_rows_one_per_config,
-          metrics_classify_by_hand, cost_ml2_stages)
+          metrics_classify_by_hand, cost_ml2_stages, builtin_models_decode_and_nearest)
