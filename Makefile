@@ -395,6 +395,20 @@ bench-tune-speed: tunekit
 	sh tests/bench/tune-speed.sh ./tunekit $(BUILD)/bench/tune-speed $(TUNE_SPEED_SEEDS) \
 		$(TUNE_SPEED_TRIALS)
 
+# Guided tuning on layers of networks outside the offline dataset (issue 55;
+# tests/bench/guided.sh): tune --model-file (the offline model, adapted and
+# guarded) against xgb+sa at equal trials, GUIDED_SEEDS seeds of
+# GUIDED_TRIALS real trials per layer: the trials the guided run needs to
+# reach xgb+sa's best, and the ratio of the final kernels. About 2 x 6 x 3
+# tunes of a few minutes each: run it on a quiet machine. GUIDED_LAYERS
+# (one task a line) and GUIDED_MODEL_FILE change the layers and the model.
+GUIDED_SEEDS ?= 3
+GUIDED_TRIALS ?= 200
+GUIDED_DATASET ?= data/dataset/dataset.db.gz
+bench-guided: tunekit
+	sh tests/bench/guided.sh ./tunekit $(GUIDED_DATASET) $(BUILD)/bench/guided $(GUIDED_SEEDS) \
+		$(GUIDED_TRIALS)
+
 bench-deps:
 	apt-get update -qq
 	apt-get install -y --no-install-recommends $(BENCH_DEBIAN_PACKAGES)
@@ -412,6 +426,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed bench-guided measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
