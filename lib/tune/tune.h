@@ -10,7 +10,10 @@
  * the searches of search/search.h (sr_kinds[]: sa anneals on the model, or
  * without one on the measured throughput itself) and the cost models of
  * model/cost.h (cm_kinds[]; a model that takes a base model can start from
- * one trained on history, whose weight decays as 1/2^(n/64)).
+ * one trained on history, whose weight decays as 1/2^(n/64)). A trained
+ * model of a file plans from the first trial, adapted to each task's
+ * records, and a model fitted from scratch beside it takes over the plans
+ * while it ranks the new measurements better (guard.c).
  *
  * Over several tasks (run.c): one round of `round` trials per task in
  * turn, then the Ansor task scheduler's gradient rule picks the task whose
@@ -285,13 +288,16 @@ typedef struct tn_guard {
 	double pairs[2];          /* pairs of unequal measurements scored */
 	int batches;              /* batches both scored */
 } tn_guard;
-/* Of the pairs i < j of n configurations with y[i] != y[j] (throughputs,
- * 0 for an invalid one), add to *pairs how many there are and to *agree
- * how many score orders as y does (a tie in score: 1/2). */
-void tn_rank_pairs(const float *score, const float *y, int n, double *agree, double *pairs);
-/* Add a batch of n scored by the file's model (sfile) and the one from
- * scratch (sscratch), measured y. */
-void tn_guard_add(tn_guard *g, const float *sfile, const float *sscratch, const float *y, int n);
+/* Of the pairs i < j of n configurations with j >= from and y[i] != y[j]
+ * (throughputs, 0 for an invalid one), add to *pairs how many there are
+ * and to *agree how many score orders as y does (a tie in score: 1/2).
+ * from 0: every pair; from k: those with one of the new ones k.. in them. */
+void tn_rank_pairs(const float *score, const float *y, int n, int from, double *agree,
+                   double *pairs);
+/* Add n configurations scored by the file's model (sfile) and the one from
+ * scratch (sscratch), measured y, of which from.. are a new batch. */
+void tn_guard_add(tn_guard *g, const float *sfile, const float *sscratch, const float *y, int n,
+                  int from);
 /* The share of the pairs the model who (TN_GUARD_*) ordered right; -1
  * before it scored any. */
 double tn_guard_rate(const tn_guard *g, int who);

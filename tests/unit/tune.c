@@ -162,22 +162,29 @@ TEST(guard_rank_pairs)
 	const float y[4] = { 3, 2, 1, 0 };
 	const float same[4] = { 30, 20, 10, 0 }, back[4] = { 0, 1, 2, 3 }, flat[4] = { 1, 1, 1, 1 };
 	double a = 0, n = 0;
-	tn_rank_pairs(same, y, 4, &a, &n);
+	tn_rank_pairs(same, y, 4, 0, &a, &n);
 	CHECK_NEAR(n, 6, 0);
 	CHECK_NEAR(a, 6, 0);
 	a = n = 0;
-	tn_rank_pairs(back, y, 4, &a, &n);
+	tn_rank_pairs(back, y, 4, 0, &a, &n);
 	CHECK_NEAR(a, 0, 0);
 	a = n = 0;
-	tn_rank_pairs(flat, y, 4, &a, &n);
+	tn_rank_pairs(flat, y, 4, 0, &a, &n);
 	CHECK_NEAR(a / n, 0.5, 1e-12);
 	/* two invalid configurations (0) have no order between them, but each
 	 * is below a valid one */
 	const float yi[3] = { 0, 0, 1 }, si[3] = { 5, -5, 0 };
 	a = n = 0;
-	tn_rank_pairs(si, yi, 3, &a, &n);
+	tn_rank_pairs(si, yi, 3, 0, &a, &n);
 	CHECK_NEAR(n, 2, 0);
 	CHECK_NEAR(a, 1, 0);
+	/* from 2: only the pairs with a configuration from 2 on, the new
+	 * ones, not those among the old: (0,2) (1,2) (0,3) (1,3) (2,3) */
+	const float s5[4] = { 3, 1, 2, 0 };
+	a = n = 0;
+	tn_rank_pairs(s5, y, 4, 2, &a, &n);
+	CHECK_NEAR(n, 5, 0);
+	CHECK_NEAR(a, 4, 0); /* (1,2) is the wrong way round; (0,1) is not counted */
 }
 
 /* The file's model plans until the one from scratch ranks better by more
@@ -192,29 +199,29 @@ TEST(guard_picks_the_better_ranker)
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_FILE); /* nothing scored */
 	CHECK(tn_guard_rate(&g, TN_GUARD_FILE) < 0);
 	/* a wrong model: one batch is not enough to leave it */
-	tn_guard_add(&g, bad, good, y, 4);
+	tn_guard_add(&g, bad, good, y, 4, 0);
 	CHECK_NEAR(tn_guard_rate(&g, TN_GUARD_FILE), 0, 0);
 	CHECK_NEAR(tn_guard_rate(&g, TN_GUARD_SCRATCH), 1, 0);
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE),
 	             TN_GUARD_MIN_BATCHES > 1 ? TN_GUARD_FILE : TN_GUARD_SCRATCH);
 	for (int i = 1; i < TN_GUARD_MIN_BATCHES; i++)
-		tn_guard_add(&g, bad, good, y, 4);
+		tn_guard_add(&g, bad, good, y, 4, 0);
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_SCRATCH);
 	/* and back once the file's (adapted) model ranks better */
 	for (int i = 0; i < 4 * TN_GUARD_MIN_BATCHES; i++)
-		tn_guard_add(&g, good, bad, y, 4);
+		tn_guard_add(&g, good, bad, y, 4, 0);
 	CHECK(tn_guard_rate(&g, TN_GUARD_FILE) > tn_guard_rate(&g, TN_GUARD_SCRATCH));
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_SCRATCH), TN_GUARD_FILE);
 	/* within the margin, whoever plans keeps planning: 5 of 6 pairs
 	 * against 6 of 6 is worse by more than the margin, the same is not */
 	memset(&g, 0, sizeof g);
 	for (int i = 0; i < TN_GUARD_MIN_BATCHES; i++)
-		tn_guard_add(&g, good, good, y, 4);
+		tn_guard_add(&g, good, good, y, 4, 0);
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_FILE);
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_SCRATCH), TN_GUARD_SCRATCH);
 	memset(&g, 0, sizeof g);
 	for (int i = 0; i < TN_GUARD_MIN_BATCHES; i++)
-		tn_guard_add(&g, near, good, y, 4);
+		tn_guard_add(&g, near, good, y, 4, 0);
 	CHECK_NEAR(tn_guard_rate(&g, TN_GUARD_FILE), 5.0 / 6, 1e-12);
 	CHECK(1 - 5.0 / 6 > TN_GUARD_MARGIN);
 	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_SCRATCH);
