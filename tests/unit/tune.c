@@ -120,10 +120,16 @@ TEST(options_old_params_round_trip)
 	/* an older run's "adapt=" (never refit) and no guard line: the file's
 	 * model as it is, but the guard is on */
 	tn_opts old;
+	int nold = 0;
+	char **otask = NULL;
+	double *oweight = NULL;
 	tn_opts_default(&old);
-	CHECK_EQ_INT(tn_opts_parse("adapt=\n", &old, &ntask, &task, &weight), TK_OK);
+	CHECK_EQ_INT(tn_opts_parse("adapt=\n", &old, &nold, &otask, &oweight), TK_OK);
 	CHECK_EQ_INT(old.adapt, 0);
 	CHECK_EQ_INT(old.guard, 1);
+	CHECK_EQ_INT(nold, 0);
+	free(otask);
+	free(oweight);
 	/* and the defaults write the texts they always had, and the new ones */
 	tn_opts d;
 	tn_opts_default(&d);
