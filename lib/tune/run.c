@@ -654,12 +654,6 @@ static int adapt_resolve(const tn_opts *o, tn_ctx *C, const tr_method **tm)
 	return TK_OK;
 }
 
-static int adapt_method(const tn_opts *o, tn_ctx *C)
-{
-	const tr_method *tm;
-	return adapt_resolve(o, C, &tm);
-}
-
 /* Resolve the model, search and feature kind of o into C and check that
  * they go together, from the tables' flags. */
 static int check_opts(const tn_opts *o, tn_ctx *C)
@@ -689,7 +683,7 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	if (C->feat >= 0 && cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
 		return tk_seterr(TK_EINVAL, "model %s does not take %s features", C->mk->name,
 		                 o->feature);
-	if ((rc = adapt_method(o, C)))
+	if ((rc = adapt_resolve(o, C, &C->adapt_method)))
 		return rc;
 	if ((rc = other_model(o, C)) || (rc = guard_setup(o, C)))
 		return rc;
@@ -847,11 +841,7 @@ static int job_begin(tn_job *J, const job_args *A, tn_result *res)
 	} else {
 		char method[64], *params = tn_opts_format(A->all_o, A->all_ntask, A->all_task,
 		                                          A->all_weight);
-		const tr_method *tm;
-		tn_ctx C = J->C;
-		if ((rc = adapt_resolve(o, &C, &tm)))
-			return rc;
-		const char *adapt = tm ? tm->name : "";
+		const char *adapt = J->C.adapt_method ? J->C.adapt_method->name : "";
 		if (J->C.sk->plan)
 			snprintf(method, sizeof method, "tune/%s+%s%s%s%s", o->model, o->search,
 			         *adapt ? "+" : "", adapt, o->ms.run.adaptive ? "+adaptive" : "");

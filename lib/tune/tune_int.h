@@ -127,6 +127,7 @@ typedef struct tn_ctx {
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
 	                         copy of fixed adapted at every refit; 0: none */
+	const struct tr_method *adapt_method; /* its row of tr_methods[], or NULL */
 	const cm_kind *other; /* the model of tasks whose operator the model
 	                         file was not trained on (o->other_model), or NULL */
 	const char *ops;      /* the operators it was trained on ("a,b"), or NULL */
