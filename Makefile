@@ -402,12 +402,22 @@ bench-tune-speed: tunekit
 # reach xgb+sa's best, and the ratio of the final kernels. About 2 x 6 x 3
 # tunes of a few minutes each: run it on a quiet machine. GUIDED_LAYERS
 # (one task a line) and GUIDED_MODEL_FILE change the layers and the model.
+# Then, with Kernel Tuner's files in TUNEKIT_KT_DATA, the guard alone on
+# replays (tests/bench/guided-replay.sh, about a minute): models of other
+# GPUs and a wrong one guiding the A100's space, with and without it.
+# GUIDED_PARTS="replay" runs only that.
 GUIDED_SEEDS ?= 3
 GUIDED_TRIALS ?= 200
 GUIDED_DATASET ?= data/dataset/dataset.db.gz
+GUIDED_REPLAY_SEEDS ?= 10
+GUIDED_PARTS ?= real replay
+TUNEKIT_KT_DATA ?= /work/shared/data/kernel_tuner
 bench-guided: tunekit
-	sh tests/bench/guided.sh ./tunekit $(GUIDED_DATASET) $(BUILD)/bench/guided $(GUIDED_SEEDS) \
-		$(GUIDED_TRIALS)
+	case " $(GUIDED_PARTS) " in *" real "*) sh tests/bench/guided.sh ./tunekit \
+		$(GUIDED_DATASET) $(BUILD)/bench/guided $(GUIDED_SEEDS) $(GUIDED_TRIALS);; esac
+	case " $(GUIDED_PARTS) " in *" replay "*) sh tests/bench/guided-replay.sh ./tunekit \
+		$(TUNEKIT_KT_DATA) $(BUILD)/bench/guided-replay $(GUIDED_REPLAY_SEEDS) \
+		$(GUIDED_TRIALS);; esac
 
 bench-deps:
 	apt-get update -qq

@@ -280,8 +280,11 @@ typedef struct tn_stores {
  * learns from it. */
 enum { TN_GUARD_FILE, TN_GUARD_SCRATCH };
 #define TN_GUARD_MARGIN 0.05 /* the other model plans once it ranks better by more */
-#define TN_GUARD_MIN_BATCHES 2 /* ... on this many batches at least: one batch of
-                                  16 is too few to leave a model for */
+#define TN_GUARD_MIN_BATCHES 1 /* ... on this many batches at least: a batch of 16
+                                  against itself and the 16 before it is 376
+                                  pairs, and waiting for a second cost a
+                                  wrong model's run a third more latency at
+                                  200 trials (tests/bench/guided-replay.sh) */
 typedef struct tn_guard {
 	double agree[2];          /* pairs put in their measured order ([TN_GUARD_*]),
 	                             a tie in score counting 1/2 */
