@@ -9,7 +9,7 @@
  * scored by both before either fits on it, and each model keeps the share
  * of the pairs of configurations (a faster and a slower, or a valid and
  * an invalid) with one of the batch's in them, within the batch and
- * against every earlier record, that it put in the order they measured,
+ * against the earlier records, that it put in the order they measured,
  * summed over the batches so far. The plan of the next batch is searched
  * on the file's (adapted) model while it ranks at least as well, on the
  * one from scratch once that ranks better by more than TN_GUARD_MARGIN
@@ -42,6 +42,8 @@
 void tn_rank_pairs(const float *score, const float *y, int n, int from, double *agree,
                    double *pairs)
 {
+	assert((score && y) || n <= 0);
+	assert(agree && pairs);
 	for (int j = from > 0 ? from : 1; j < n; j++)
 		for (int i = 0; i < j; i++) {
 			if (y[i] == y[j])
@@ -78,6 +80,12 @@ int tn_guard_pick(const tn_guard *g, int current)
 }
 
 /* ---- in the tuning loop --------------------------------------------------- */
+
+/* The earlier records a new batch is paired with at most, the latest: the
+ * cost of a batch's scoring stays bounded in a long run (a TLP scores a
+ * few hundred configurations in well under a second), and they are the
+ * region the search is in. */
+#define GUARD_PAST 512
 
 int guard_setup(const tn_opts *o, tn_ctx *C)
 {
@@ -185,21 +193,22 @@ int guard_batch(tn_job *J, tn_task *t, const sp_config *c, const ms_result *r, i
 	t->glast = t->chooser;
 	if (t->scratch) {
 		/* scored before either model learns from the batch: the batch
-		 * against itself and against every record before it */
-		int m = t->nx + n;
+		 * against itself and against the GUARD_PAST records before it */
+		int past = t->nx < GUARD_PAST ? t->nx : GUARD_PAST, m = past + n;
+		const sp_config *xc = t->xc + (t->nx - past);
 		sp_config *all = malloc(sizeof *all * (size_t)m);
 		float *sf = malloc(sizeof *sf * (size_t)m), *ss = malloc(sizeof *ss * (size_t)m);
 		float *y = malloc(sizeof *y * (size_t)m);
 		if (!all || !sf || !ss || !y) {
 			rc = tk_seterr(TK_ENOMEM, "out of memory");
 		} else {
-			memcpy(all, t->xc, sizeof *all * (size_t)t->nx);
-			memcpy(all + t->nx, c, sizeof *all * (size_t)n);
-			memcpy(y, t->ys, sizeof *y * (size_t)t->nx);
+			memcpy(all, xc, sizeof *all * (size_t)past);
+			memcpy(all + past, c, sizeof *all * (size_t)n);
+			memcpy(y, t->ys + (t->nx - past), sizeof *y * (size_t)past);
 			for (int i = 0; i < n; i++)
-				y[t->nx + i] = (float)tuner_throughput(t, &r[i]);
+				y[past + i] = (float)tuner_throughput(t, &r[i]);
 			if (!(rc = score_both(C, t, all, m, sf, ss)))
-				tn_guard_add(&t->guard, sf, ss, y, m, t->nx);
+				tn_guard_add(&t->guard, sf, ss, y, m, past);
 		}
 		free(all);
 		free(sf);
@@ -212,7 +221,6 @@ int guard_batch(tn_job *J, tn_task *t, const sp_config *c, const ms_result *r, i
 	if (!rc && next != t->chooser) {
 		t->chooser = next;
 		t->replan = 1;
-		t->switches++;
 		fcache_free(&t->sc);
 	}
 	return rc;

@@ -104,7 +104,6 @@ typedef struct tn_task {
 	int replan;           /* the chooser changed: plan again before the next batch */
 	tn_guard guard;       /* how each ranked the batches neither had learnt */
 	int64_t gbatches, gscratch; /* measured batches, those the scratch model planned */
-	int switches;         /* changes of chooser */
 	int glast;            /* the chooser of the last measured batch */
 
 	/* scheduling */
