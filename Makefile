@@ -409,6 +409,30 @@ bench-tune-speed: tunekit
 	sh tests/bench/tune-speed.sh ./tunekit $(BUILD)/bench/tune-speed $(TUNE_SPEED_SEEDS) \
 		$(TUNE_SPEED_TRIALS)
 
+# Guided tuning on layers of networks outside the offline dataset (issue 55;
+# tests/bench/guided.sh): tune --model-file (the offline model, adapted and
+# guarded) against xgb+sa at equal trials, GUIDED_SEEDS seeds of
+# GUIDED_TRIALS real trials per layer: the trials the guided run needs to
+# reach xgb+sa's best, and the ratio of the final kernels. About 2 x 6 x 3
+# tunes of a few minutes each: run it on a quiet machine. GUIDED_LAYERS
+# (one task a line) and GUIDED_MODEL_FILE change the layers and the model.
+# Then, with Kernel Tuner's files in TUNEKIT_KT_DATA, the guard alone on
+# replays (tests/bench/guided-replay.sh, about a minute): models of other
+# GPUs and a wrong one guiding the A100's space, with and without it.
+# GUIDED_PARTS="replay" runs only that.
+GUIDED_SEEDS ?= 3
+GUIDED_TRIALS ?= 200
+GUIDED_DATASET ?= data/dataset/dataset.db.gz
+GUIDED_REPLAY_SEEDS ?= 10
+GUIDED_PARTS ?= real replay
+TUNEKIT_KT_DATA ?= /work/shared/data/kernel_tuner
+bench-guided: tunekit
+	case " $(GUIDED_PARTS) " in *" real "*) sh tests/bench/guided.sh ./tunekit \
+		$(GUIDED_DATASET) $(BUILD)/bench/guided $(GUIDED_SEEDS) $(GUIDED_TRIALS);; esac
+	case " $(GUIDED_PARTS) " in *" replay "*) sh tests/bench/guided-replay.sh ./tunekit \
+		$(TUNEKIT_KT_DATA) $(BUILD)/bench/guided-replay $(GUIDED_REPLAY_SEEDS) \
+		$(GUIDED_TRIALS);; esac
+
 bench-deps:
 	apt-get update -qq
 	apt-get install -y --no-install-recommends $(BENCH_DEBIAN_PACKAGES)
@@ -426,6 +450,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack costmodels metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack costmodels metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed bench-guided measure-base bench-deps install uninstall clean
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

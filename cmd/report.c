@@ -47,8 +47,9 @@ static const char *const usage[] = {
 	"runs: every run with its method, duration (and for tune and measure, where it went:\n"
 	"search, model fits, compilation, running; the build cache's hit rate; code\n"
 	"generation, the reference, storing), trials, valid records, bounded records (tune\n"
-	"--bound), trials measured and answered by the model (tune --controller), and best\n"
-	"latency.\n"
+	"--bound), trials measured and answered by the model (tune --controller), the model\n"
+	"each measured batch was planned on in order (tune --model-file: the file's, or the\n"
+	"guard's from scratch), and best latency.\n"
 	"curve: the best GFLOPS found so far after each trial of each task of a run (default:\n"
 	"the most recent run), with the seconds since the run started; with --network, the\n"
 	"network's estimated latency instead; with --plot, an SVG chart instead of the table.\n"
@@ -249,6 +250,23 @@ static int report_best(tk_ctx *ctx, int fmt)
 	return status;
 }
 
+/* tune's guard ('f' or 's' a batch, in order) as runs of one model: "3 file,
+ * 9 scratch, 2 file". */
+static void guard_runs(char *out, size_t size, const char *g)
+{
+	size_t at = 0;
+	out[0] = 0;
+	for (const char *p = g; p && *p && at < size;) {
+		int n = 0;
+		char c = *p;
+		while (p[n] == c)
+			n++;
+		at += (size_t)snprintf(out + at, size - at, "%s%d %s", at ? ", " : "", n,
+		                       c == 's' ? "scratch" : "file");
+		p += n;
+	}
+}
+
 static int run_row(void *p, const store_runinfo *r)
 {
 	best_ctx *b = p;
@@ -285,9 +303,11 @@ static int run_row(void *p, const store_runinfo *r)
 		snprintf(meas, sizeof meas, "%.0f", r->measured);
 	if (r->predicted >= 0)
 		snprintf(pred, sizeof pred, "%.0f", r->predicted);
+	char planned[256];
+	guard_runs(planned, sizeof planned, r->guard);
 	const char *cells[] = { id, r->method, start, dur, split[0], split[1], split[2], split[3],
-	                        hit, split[4], split[5], split[6], trials, valid, bounded, meas, pred, best,
-	                        hw, r->replay ? r->replay : "", r->argv };
+	                        hit, split[4], split[5], split[6], trials, valid, bounded, meas, pred,
+	                        planned, best, hw, r->replay ? r->replay : "", r->argv };
 	table_row(b->t, cells);
 	return 0;
 }
@@ -297,7 +317,7 @@ static int report_runs(tk_ctx *ctx, int fmt)
 	static const char *const hdr[] = {
 		"run", "method", "started", "seconds", "search_s", "fit_s", "compile_s", "run_s",
 		"cache_hits", "codegen_s", "ref_s", "store_s", "trials", "valid", "bounded", "measured",
-		"predicted",
+		"predicted", "planned_on",
 		"best_latency", "hw", "replay", "command",
 	};
 	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr), hdr), .fmt = fmt, .task = NULL };

@@ -148,6 +148,8 @@ static int measure_target(tk_ctx *ctx, tk_store *st, measured *m, int64_t *hw)
 	snprintf(t.model_file, sizeof t.model_file, "%s", o.model);
 	t.trials = o.measure;
 	t.confirm = 0;
+	t.adapt = 0; /* what the source model picks as it is: transfer adapts it after */
+	t.guard = 0;
 	t.seed = (uint64_t)ctx->common.seed;
 	tn_hooks h = { m, on_progress, on_records, &tk_interrupted };
 	rc = tn_tune(st, &in, &tg, o.task.n, (char *const *)o.task.v, NULL, &t, ctx->cmdline, 0, &h, &res);

@@ -255,6 +255,14 @@ static void summary(tk_ctx *ctx, const tn_result *r)
 	if (r->other > 0)
 		fprintf(stderr, ", %d task%s of operators the model file was not trained on by %s",
 		        r->other, r->other == 1 ? "" : "s", r->other_model);
+	if (r->guard_batches > 0 && r->guard_scratch == 0)
+		fprintf(stderr, ", all %lld batches planned on the model file (%s from scratch never"
+		        " ranked the new ones better)", (long long)r->guard_batches, r->guard_model);
+	else if (r->guard_batches > 0)
+		fprintf(stderr, ", %lld of %lld batches planned on %s from scratch, which ranked the"
+		        " new ones better than the model file (the last batch of %d task%s)",
+		        (long long)r->guard_scratch, (long long)r->guard_batches, r->guard_model,
+		        r->guard_fell, r->guard_fell == 1 ? "" : "s");
 	if (r->net_latency > 0)
 		fprintf(stderr, ", estimated latency %s", fmt_seconds(lat, r->net_latency));
 	fprintf(stderr, "; see 'tunekit report best' and 'tunekit report curve --run %lld'\n",

@@ -83,7 +83,7 @@ test_expect_success 'a TLP model file guides a replayed tune from the first plan
 	tunekit tune -q --db runs.db --replay "$TUNEKIT_DB" --replay-hardware 1 --task $CONV \
 		--trials 12 --plan-size 8 --sa-chains 16 --sa-iters 40 --model-file t1.model >recs &&
 	test_rows recs 12 &&
-	test "$(sqlite3 runs.db "SELECT method FROM run")" = "tune/tlp+sa" &&
+	test "$(sqlite3 runs.db "SELECT method FROM run")" = "tune/tlp+sa+finetune" &&
 	sqlite3 runs.db "SELECT params FROM run" | grep -q "^feature=tlp$"
 '
 

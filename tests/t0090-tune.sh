@@ -300,7 +300,7 @@ test_expect_success 'bad options exit 2' '
 	grep -q "plan-size: .4x. is not an integer" err
 '
 
-test_expect_success 'a trained model file scores the candidates, is never refit, and must fit the task' '
+test_expect_success 'a trained model file scores the candidates, adapts, and must fit the task' '
 	tunekit extract-features -q --kind knob &&
 	tunekit train -q --feature knob --out knob.model >/dev/null &&
 	tunekit tune -q --task $TASK --trials 16 --plan-size 8 --confirm 0 --model-file knob.model >mf &&
@@ -308,7 +308,7 @@ test_expect_success 'a trained model file scores the candidates, is never refit,
 	run=$(sql "SELECT MAX(id) FROM run") &&
 	sql "SELECT params FROM run WHERE id = $run" | grep -q "^model_file=knob.model$" &&
 	sql "SELECT params FROM run WHERE id = $run" | grep -q "^feature=knob$" &&
-	test "$(sql "SELECT method FROM run WHERE id = $run")" = "tune/xgb+sa" &&
+	test "$(sql "SELECT method FROM run WHERE id = $run")" = "tune/xgb+sa+xgb-warm" &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model-file knob.model --model rfei 2>err &&
 	grep -q "knob.model is a xgb model on knob features" err &&
 	test_expect_code 2 tunekit tune --task $TASK --trials 4 --model-file knob.model --feature itervar 2>err &&

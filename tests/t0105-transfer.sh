@@ -98,8 +98,21 @@ test_expect_success 'tune --model-file --adapt: online transfer refits a copy of
 	grep -q "give --model-file" err &&
 	test_expect_code 2 tunekit tune --db online.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
 		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --model-file tlp.model \
-		--adapt none 2>err &&
-	grep -q "adapt none does not adapt" err
+		--adapt scratch 2>err &&
+	grep -q "adapt scratch does not adapt" err
+'
+
+test_expect_success 'a model file adapts by default (tlp: finetune); --adapt none keeps it as it is' '
+	tunekit tune -q --db auto.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --sa-chains 8 \
+		--sa-iters 20 --model-file tlp.model >recs &&
+	test_rows recs 16 &&
+	sqlite3 auto.db "SELECT params FROM run" | grep -q "^adapt=auto$" &&
+	test "$(sqlite3 auto.db "SELECT method FROM run")" = tune/tlp+sa+finetune &&
+	tunekit tune -q --db auto.db --replay "$TUNEKIT_DB" --replay-hardware 2 \
+		--task conv2d:c=64,h=56,w=56,k=64,pad=1 --trials 16 --plan-size 8 --sa-chains 8 \
+		--sa-iters 20 --model-file tlp.model --adapt none >recs &&
+	test "$(sqlite3 auto.db "SELECT method FROM run WHERE id = 2")" = tune/tlp+sa
 '
 
 test_expect_success 'the adaptive controller: bad names and searches exit 2' '

@@ -1182,7 +1182,10 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		" r.started, r.ended, count(m.id), count(CASE WHEN m.valid THEN 1 END),"
 		" min(CASE WHEN m.valid AND NOT m.bounded THEN m.median END), l.search, l.fit,"
 		" l.compile, l.run, l.compiled, l.cached, l.codegen, l.reference, l.store,"
-		" l.measured, l.predicted, count(CASE WHEN m.valid AND m.bounded THEN 1 END)"
+		" l.measured, l.predicted, count(CASE WHEN m.valid AND m.bounded THEN 1 END),"
+		" (SELECT group_concat(CASE WHEN g.value > 0 THEN 's' ELSE 'f' END, '')"
+		"  FROM (SELECT value FROM run_log WHERE run_id = r.id AND key LIKE 'guard:%'"
+		"   ORDER BY round) g)"
 		" FROM run r LEFT JOIN hardware h ON h.id = r.hardware_id"
 		" LEFT JOIN measurement m ON m.run_id = r.id"
 		" LEFT JOIN (SELECT run_id,"
@@ -1226,6 +1229,7 @@ int store_runs(tk_store *s, store_run_cb cb, void *ctx)
 		r.measured = col_real(st, 21, -1);
 		r.predicted = col_real(st, 22, -1);
 		r.nbounded = sqlite3_column_int64(st, 23);
+		r.guard = (const char *)sqlite3_column_text(st, 24);
 		if ((stop = cb(ctx, &r)) != 0)
 			break;
 	}

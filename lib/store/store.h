@@ -151,6 +151,10 @@ typedef struct store_runinfo {
 	/* tune's adaptive controller: trials measured and trials the model
 	 * answered, summed over tasks; < 0 when the run logged none */
 	double measured, predicted;
+	/* tune's guard of a model file: the model each measured batch was
+	 * planned on, in trial order, one character a batch: 'f' the file's,
+	 * 's' the one fitted from scratch; NULL when the run logged none */
+	const char *guard;
 } store_runinfo;
 typedef int (*store_run_cb)(void *ctx, const store_runinfo *r);
 /* All runs in id order. */

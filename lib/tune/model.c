@@ -23,7 +23,9 @@
  * A trained model of a file (--model-file) scores every task as it is, or
  * with --adapt, a copy of it per task is adapted to the task's records at
  * every refit by a transfer method (Moses' ticket, fine-tuning, more
- * boosting rounds: cm_adapt), online transfer as Moses tunes.
+ * boosting rounds: cm_adapt), online transfer as Moses tunes. Beside it
+ * the guard (guard.c) fits a model from scratch, and the search plans on
+ * that one while the guard says so.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -113,60 +115,72 @@ static int fcache_full(const tn_fcache *f, int n)
 	return f->n + n > FCACHE_MAX || (size_t)(f->n + n) > (most > 1024 ? most : 1024);
 }
 
-int model_width(const tn_task *t, int *d)
+int model_width_of(const tn_task *t, int scratch, int *d)
 {
-	int rc = feat_length(t->feat, t->space, d);
-	if (!rc && t->width > *d)
-		*d = t->width;
+	int feat = scratch ? t->sfeat : t->feat, rc = feat_length(feat, t->space, d);
+	if (!rc && feat == t->feat && t->width > *d)
+		*d = t->width; /* the guard's model shares the rows it shares the kind of */
 	return rc;
 }
 
-/* One row of d floats: c's features, zeros after them (t->width). */
-static int extract(const tn_task *t, const sp_config *c, float *row, int d)
+int model_width(const tn_task *t, int *d)
+{
+	return model_width_of(t, 0, d);
+}
+
+/* One row of d floats: c's features of kind feat, zeros after them. */
+static int extract(const tn_task *t, int feat, const sp_config *c, float *row, int d)
 {
 	int own = d, rc;
-	if (t->width > 0 && (rc = feat_length(t->feat, t->space, &own)))
+	if (t->width > 0 && (rc = feat_length(feat, t->space, &own)))
 		return rc;
 	if (own < d)
 		memset(row + own, 0, sizeof *row * (size_t)(d - own));
-	return feat_extract(t->feat, t->space, c, row, NULL);
+	return feat_extract(feat, t->space, c, row, NULL);
 }
 
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *dp)
 {
-	int rc;
-	if (!t->fc.key) {
+	return model_features_of(C, t, 0, c, n, out, dp);
+}
+
+int model_features_of(tn_ctx *C, tn_task *t, int scratch, const sp_config *c, int n, float *out,
+                      int *dp)
+{
+	int rc, feat = scratch ? t->sfeat : t->feat;
+	tn_fcache *fc = scratch && t->sfeat != t->feat ? &t->sfc : &t->fc;
+	if (!fc->key) {
 		int d;
-		if ((rc = model_width(t, &d)) || (rc = fcache_init(&t->fc, d)))
+		if ((rc = model_width_of(t, scratch, &d)) || (rc = fcache_init(fc, d)))
 			return rc;
 	}
-	if (fcache_full(&t->fc, n)) {
-		if ((rc = fcache_init(&t->fc, t->fc.d)))
+	if (fcache_full(fc, n)) {
+		if ((rc = fcache_init(fc, fc->d)))
 			return rc;
 	}
-	int d = t->fc.d;
+	int d = fc->d;
 	*dp = d;
 	for (int i = 0; i < n; i++) {
 		uint64_t idx = sp_index(t->space, &c[i]);
-		int64_t s = fslot(&t->fc, idx);
-		if (!t->fc.key[s] && fcache_full(&t->fc, 1)) {
+		int64_t s = fslot(fc, idx);
+		if (!fc->key[s] && fcache_full(fc, 1)) {
 			/* a call larger than the cache: the rest goes uncached */
-			if ((rc = extract(t, &c[i], &out[(size_t)i * (size_t)d], d)))
+			if ((rc = extract(t, feat, &c[i], &out[(size_t)i * (size_t)d], d)))
 				return rc;
 			continue;
 		}
-		if (!t->fc.key[s]) {
-			if (2 * (t->fc.n + 1) > t->fc.cap) {
-				if ((rc = fcache_grow(&t->fc)))
+		if (!fc->key[s]) {
+			if (2 * (fc->n + 1) > fc->cap) {
+				if ((rc = fcache_grow(fc)))
 					return rc;
-				s = fslot(&t->fc, idx);
+				s = fslot(fc, idx);
 			}
-			if ((rc = extract(t, &c[i], &t->fc.val[s * d], d)))
+			if ((rc = extract(t, feat, &c[i], &fc->val[s * d], d)))
 				return rc;
-			t->fc.key[s] = idx + 1;
-			t->fc.n++;
+			fc->key[s] = idx + 1;
+			fc->n++;
 		}
-		memcpy(&out[(size_t)i * (size_t)d], &t->fc.val[s * d], sizeof(float) * (size_t)d);
+		memcpy(&out[(size_t)i * (size_t)d], &fc->val[s * d], sizeof(float) * (size_t)d);
 	}
 	return TK_OK;
 }
@@ -268,7 +282,7 @@ static int ml2_heldout(tn_ctx *C, tn_task *t, const float *x, int d, const float
 
 /* AutoTVM's settings: single-threaded, --xgb-rounds rounds, or else early
  * stopping on the training set; resampling draws from the task's generator. */
-static void fit_params(tn_ctx *C, tn_task *t, cm_params *p)
+void model_fit_params(tn_ctx *C, tn_task *t, cm_params *p)
 {
 	cm_params_default(p);
 	p->rank = C->o->objective != TN_REG;
@@ -309,6 +323,8 @@ int model_fit(tn_ctx *C, tn_task *t)
 	int d, rc;
 	float *x = NULL, *y = NULL, *margin = NULL, *xh = NULL;
 	cm_params p;
+	if ((rc = guard_fit(C, t))) /* the search may plan on it */
+		return rc;
 	if (t->nx == 0 || (t->fixed && !t->model))
 		return TK_OK; /* a trained model that is never refit */
 	fcache_free(&t->sc); /* scores of the model before */
@@ -338,7 +354,7 @@ int model_fit(tn_ctx *C, tn_task *t)
 		}
 		train.margin = margin;
 	}
-	fit_params(C, t, &p);
+	model_fit_params(C, t, &p);
 	if (t->mk->flags & CM_HIDDEN) {
 		/* ML2Tuner: the rows' hidden features for A (none when replayed,
 		 * nor in the ablation without A) */
@@ -369,21 +385,29 @@ done:
 	return rc;
 }
 
+/* The model the search plans on: the one from scratch when the guard
+ * chose it (*scratch 1), else the task's own or the file's. */
+static cm_model *planner(const tn_task *t, int *scratch)
+{
+	*scratch = t->chooser == TN_GUARD_SCRATCH && t->scratch;
+	return *scratch ? t->scratch : t->model ? t->model : t->fixed;
+}
+
 int model_predict_dist(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *mu, float *sd)
 {
-	int d, rc;
-	cm_model *m = t->model ? t->model : t->fixed;
+	int d, rc, scratch;
+	cm_model *m = planner(t, &scratch);
 	if (!m) {
 		for (int i = 0; i < n; i++)
 			mu[i] = sd[i] = 0;
 		return TK_OK;
 	}
-	if ((rc = model_width(t, &d)))
+	if ((rc = model_width_of(t, scratch, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
 	if (!x)
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
-	else if (!(rc = model_features(C, t, c, n, x, &d)))
+	else if (!(rc = model_features_of(C, t, scratch, c, n, x, &d)))
 		rc = cm_predict_dist(m, x, n, d, mu, sd);
 	free(x);
 	return rc;
@@ -405,19 +429,20 @@ static int predict(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out)
 		free(sd);
 		return rc;
 	}
-	cm_model *m = t->model ? t->model : t->fixed; /* the task's own, or the file's */
+	int scratch; /* a base model comes from history, never with a guard */
+	cm_model *m = planner(t, &scratch); /* the task's own, the file's, or the guard's */
 	if (!m && !t->base) {
 		for (int i = 0; i < n; i++)
 			out[i] = 0;
 		return TK_OK;
 	}
-	if ((rc = model_width(t, &d)))
+	if ((rc = model_width_of(t, scratch, &d)))
 		return rc;
 	float *x = malloc(sizeof *x * (size_t)(n > 0 ? n : 1) * (size_t)d);
 	float *margin = t->base && m ? malloc(sizeof *margin * (size_t)(n > 0 ? n : 1)) : NULL;
 	if (!x || (t->base && m && !margin))
 		rc = tk_seterr(TK_ENOMEM, "out of memory");
-	else if ((rc = model_features(C, t, c, n, x, &d)))
+	else if ((rc = model_features_of(C, t, scratch, c, n, x, &d)))
 		;
 	else if (!m)
 		rc = cm_predict(t->base, x, n, d, NULL, out); /* nothing measured yet */
@@ -507,7 +532,7 @@ static int base_train(tn_ctx *C, tn_task *t, const tr_set *H, const float *y, ch
 		return TK_OK;
 	if ((rc = tr_part_build(H, y, sel, 1, d, &pt)) == TK_OK) {
 		cm_data train = tr_part_data(&pt);
-		fit_params(C, t, &p);
+		model_fit_params(C, t, &p);
 		p.rounds = 0;
 		p.early_stop = EARLY_STOP;
 		p.rng = NULL;

@@ -37,10 +37,18 @@ static const char *controller_name(int v)
 	return v >= 0 && v < tn_nctls ? tn_ctls[v]->name : NULL;
 }
 
-/* 0: never refit; else a row of tr_methods[] */
+/* 0: never refit (an older run's ""); else a row of tr_methods[], or
+ * after them auto */
 static const char *adapt_name(int v)
 {
-	return v == 0 ? "" : v > 0 && v <= tr_nmethods ? tr_methods[v - 1].name : NULL;
+	return v == 0 ? "" : v > 0 && v <= tr_nmethods ? tr_methods[v - 1].name
+	                   : v == TN_ADAPT_AUTO ? "auto" : NULL;
+}
+
+static const char *guard_name(int v)
+{
+	static const char *const n[] = { "off", "on" };
+	return v >= 0 && v < ArraySize(n) ? n[v] : NULL;
 }
 
 /* 0: auto; else a row of cm_kinds[] */
@@ -98,13 +106,16 @@ const tn_optdesc tn_optdescs[] = {
 	{ "cover", "cover", TN_INT, F(cover), 0, 1e6, "N",
 	  "until each loop order has N trials, give it plan-size/8 of each plan (default 16; 0: off)", 0 },
 	{ "model_file", "model-file", TN_STR, F(model_file), 0, 0, "FILE",
-	  "score candidates with this trained model (tunekit train), never refit", TN_KEEP },
+	  "score candidates with this trained model (tunekit train), adapted and guarded", TN_KEEP },
 	{ "other_model", "other-model", TN_ENUM, F(other_model), 0, 0, "NAME",
 	  "with a meta model: tasks of operators it was not meta-trained on use this model"
 	  " (default auto: xgb, or rfei for bo; none: the meta model for all)", TN_KEEP },
 	{ "adapt", "adapt", TN_ENUM, F(adapt), 0, 0, "METHOD",
-	  "with --model-file: adapt it to each task's records at every refit (moses, finetune, xgb-warm)",
-	  TN_KEEP },
+	  "with --model-file: adapt it to each task's records at every refit (default auto:"
+	  " xgb-warm or finetune; moses, none)", TN_KEEP },
+	{ "guard", "guard", TN_ENUM, F(guard), 0, 0, "on|off",
+	  "with --model-file: plan on a model fitted from scratch while it ranks the new"
+	  " measurements better (default on)", TN_KEEP },
 	{ "alpha", "alpha", TN_DBL, F(alpha), 0, 100, "A",
 	  "ml2: (A + 1) x batch candidates pass V and are compiled, A picks the batch (default 1)",
 	  TN_KEEP },
@@ -179,6 +190,7 @@ static const struct {
 	{ "ml2_stages", "ml2 stages", stages_name },
 	{ "controller", "controller", controller_name },
 	{ "adapt", "transfer method", adapt_name },
+	{ "guard", "guard", guard_name },
 	{ "other_model", "model", model_name },
 };
 

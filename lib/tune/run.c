@@ -39,6 +39,8 @@ void tn_opts_default(tn_opts *o)
 	o->ctl.top = 8;
 	o->bo_kappa = 2;
 	o->alpha = 1;
+	o->adapt = TN_ADAPT_AUTO;
+	o->guard = 1;
 	sr_sa_opts_default(&o->sa);
 	o->sa.max_scores = -1; /* the model's: tuner.c sa_opts */
 	ms_opts_default(&o->ms);
@@ -113,8 +115,12 @@ static int task_model(const tn_ctx *C, tn_task *t)
 	t->mk = C->mk;
 	t->feat = C->feat >= 0 ? C->feat : cm_feature(C->mk, nest);
 	t->fixed = C->fixed;
+	/* the guard's model from scratch: the plain tune's, on its features */
+	t->guarded = C->scratch && C->fixed;
+	t->sfeat = t->guarded ? cm_feature(C->scratch, nest) : t->feat;
 	if (!C->other || tk_list_has(C->ops, t->key, strcspn(t->key, ":")))
 		return TK_OK;
+	t->guarded = 0;
 	t->mk = C->other;
 	t->fixed = NULL;
 	t->feat = t->space->prog && (C->other->features & 1u << FEAT_ITERVAR) ? FEAT_ITERVAR
@@ -400,9 +406,14 @@ static int run_batch(tn_job *J, tn_task *t, int want, int *got)
 		goto free_results;
 	for (int i = 0; i < n; i++)
 		J->invalid += r[i].error != MEAS_OK;
-	J->used += n;
 	t0 = tk_now();
-	rc = tuner_update(C, t, cfg, r, n);
+	int fits = t->fits;
+	rc = guard_batch(J, t, cfg, r, n); /* before any model learns from it */
+	J->used += n;
+	if (!rc)
+		rc = tuner_update(C, t, cfg, r, n);
+	if (!rc)
+		rc = guard_after(J, t, fits);
 	J->tuner_s += tk_now() - t0;
 	t->measured += n;
 	if (!rc && C->ctl->after)
@@ -610,6 +621,40 @@ static int other_model(const tn_opts *o, tn_ctx *C)
 	return TK_OK;
 }
 
+/* The way a model file adapts (o->adapt) into C->adapt, and its row of
+ * tr_methods[] into *tm (NULL: never refit). Auto, the default, is the
+ * kind's cheap way to learn the task's own records: more boosting rounds
+ * on top of the file's trees (a few trees on a few hundred rows), or for
+ * a network a few epochs of every parameter (TenSet's fine-tuning, on as
+ * few rows); a kind with neither keeps the file's model as it is. */
+static int adapt_resolve(const tn_opts *o, tn_ctx *C, const tr_method **tm)
+{
+	static const unsigned cheap[] = { CM_ADAPT_BOOST, CM_ADAPT_FINETUNE };
+	*tm = NULL;
+	C->adapt = 0;
+	if (o->adapt == TN_ADAPT_AUTO) {
+		for (int i = 0; o->model_file[0] && i < ArraySize(cheap) && !*tm; i++)
+			for (int k = 0; k < tr_nmethods && !*tm; k++)
+				if ((C->mk->adapts & cheap[i]) && (unsigned)tr_methods[k].adapt == cheap[i])
+					*tm = &tr_methods[k];
+	} else if (o->adapt) {
+		assert(o->adapt > 0 && o->adapt <= tr_nmethods);
+		*tm = &tr_methods[o->adapt - 1];
+		if (!o->model_file[0])
+			return tk_seterr(TK_EINVAL, "--adapt adapts a trained model: give --model-file");
+		if (!(*tm)->adapt && !(*tm)->scratch) {
+			*tm = NULL; /* none: the file's model as it is */
+			return TK_OK;
+		}
+		if (!(*tm)->adapt || !(C->mk->adapts & (unsigned)(*tm)->adapt))
+			return tk_seterr(TK_EINVAL, "--adapt %s does not adapt a model of kind %s",
+			                 (*tm)->name, C->mk->name);
+	}
+	if (*tm)
+		C->adapt = (*tm)->adapt;
+	return TK_OK;
+}
+
 /* Resolve the model, search and feature kind of o into C and check that
  * they go together, from the tables' flags. */
 static int check_opts(const tn_opts *o, tn_ctx *C)
@@ -639,17 +684,9 @@ static int check_opts(const tn_opts *o, tn_ctx *C)
 	if (C->feat >= 0 && cm_is_model(C->mk) && !(C->mk->features & 1u << C->feat))
 		return tk_seterr(TK_EINVAL, "model %s does not take %s features", C->mk->name,
 		                 o->feature);
-	if (o->adapt) {
-		assert(o->adapt > 0 && o->adapt <= tr_nmethods);
-		const tr_method *tm = &tr_methods[o->adapt - 1];
-		if (!o->model_file[0])
-			return tk_seterr(TK_EINVAL, "--adapt adapts a trained model: give --model-file");
-		if (!tm->adapt || !(C->mk->adapts & (unsigned)tm->adapt))
-			return tk_seterr(TK_EINVAL, "--adapt %s does not adapt a model of kind %s",
-			                 tm->name, C->mk->name);
-		C->adapt = tm->adapt;
-	}
-	if ((rc = other_model(o, C)))
+	if ((rc = adapt_resolve(o, C, &C->adapt_method)))
+		return rc;
+	if ((rc = other_model(o, C)) || (rc = guard_setup(o, C)))
 		return rc;
 	if ((C->mk->flags & CM_HIDDEN) && !C->model_based)
 		return tk_seterr(TK_EINVAL, "model %s needs a search that plans on it", C->mk->name);
@@ -807,7 +844,7 @@ static int job_begin(tn_job *J, const job_args *A, tn_result *res)
 	} else {
 		char method[64], *params = tn_opts_format(A->all_o, A->all_ntask, A->all_task,
 		                                          A->all_weight);
-		const char *adapt = o->adapt ? tr_methods[o->adapt - 1].name : "";
+		const char *adapt = J->C.adapt_method ? J->C.adapt_method->name : "";
 		if (J->C.sk->plan)
 			snprintf(method, sizeof method, "tune/%s+%s%s%s%s", o->model, o->search,
 			         *adapt ? "+" : "", adapt, o->ms.run.adaptive ? "+adaptive" : "");
@@ -969,6 +1006,13 @@ static int tune_job(const job_args *A, const tn_hooks *h, tn_result *res)
 		res->measured += J.tk[i]->measured;
 		res->predicted += J.tk[i]->predicted;
 	}
+	for (int i = 0; J.tk && i < J.ntask; i++) {
+		res->guard_batches += J.tk[i]->gbatches;
+		res->guard_scratch += J.tk[i]->gscratch;
+		res->guard_fell += J.tk[i]->gbatches > 0 && J.tk[i]->glast == TN_GUARD_SCRATCH;
+	}
+	if (J.C.scratch)
+		snprintf(res->guard_model, sizeof res->guard_model, "%s", J.C.scratch->name);
 	res->invalid = J.invalid;
 	res->seconds = tk_now() - J.start;
 	/* a shard's tasks are only part of the network */

@@ -10,7 +10,10 @@
  * the searches of search/search.h (sr_kinds[]: sa anneals on the model, or
  * without one on the measured throughput itself) and the cost models of
  * model/cost.h (cm_kinds[]; a model that takes a base model can start from
- * one trained on history, whose weight decays as 1/2^(n/64)).
+ * one trained on history, whose weight decays as 1/2^(n/64)). A trained
+ * model of a file plans from the first trial, adapted to each task's
+ * records, and a model fitted from scratch beside it takes over the plans
+ * while it ranks the new measurements better (guard.c).
  *
  * Over several tasks (run.c): one round of `round` trials per task in
  * turn, then the Ansor task scheduler's gradient rule picks the task whose
@@ -119,7 +122,8 @@ typedef struct tn_opts {
 	                             Not applied to replayed tasks */
 	char transfer_from[512];  /* history store (tn_stores.history), "" for none */
 	char model_file[512];     /* a trained model (tn_stores.model) that scores
-	                             candidates as it is, never refit; "" for none */
+	                             candidates, adapted (adapt) and guarded
+	                             (guard); "" for none */
 	int other_model;          /* with a model_file that names the operators it
 	                             was trained on (a meta model): the model of
 	                             the tasks of other operators, on itervar
@@ -130,7 +134,14 @@ typedef struct tn_opts {
 	int adapt;                /* with model_file: 0 (never refit), or 1 + the
 	                             row of tr_methods[] (moses, finetune,
 	                             xgb-warm) that adapts a copy of it to each
-	                             task's records at every refit */
+	                             task's records at every refit, or TN_ADAPT_AUTO
+	                             (the default): the kind's cheap way,
+	                             xgb-warm for boosted trees, finetune for
+	                             networks, none for a kind that has neither */
+	int guard;                /* with model_file: 1 (the default) also fit a
+	                             model from scratch on each task's records and
+	                             plan on it while it ranks the new batches
+	                             better (guard.c); 0: the file's model alone */
 	char transfer_hw[256];    /* its hardware (key or id) to learn from, ""
 	                             for the target's own (the same CPU at another
 	                             thread count has another key) */
@@ -156,6 +167,7 @@ typedef struct tn_opts {
 } tn_opts;
 
 enum { TN_RANK, TN_REG };                    /* tn_opts.objective */
+#define TN_ADAPT_AUTO (tr_nmethods + 1)     /* tn_opts.adapt: the kind's way */
 
 /* The default bound of bounded timing (tn_opts.bound). A kernel that shares
  * its core with one other runnable process takes about twice its time, so a
@@ -243,6 +255,10 @@ typedef struct tn_result {
 	int other;                /* tasks of operators the model file was not
 	                             trained on, tuned by o->other_model */
 	char other_model[16];     /* its name */
+	int64_t guard_batches;    /* measured batches of tasks with a guard (guard.c) */
+	int64_t guard_scratch;    /* ... of them planned on the model from scratch */
+	int guard_fell;           /* tasks whose last batch that model planned */
+	char guard_model[16];     /* its name */
 } tn_result;
 
 /* The stores a job reads besides its own, opened (read-only) and closed
@@ -256,6 +272,42 @@ typedef struct tn_stores {
 	char model_ops[256];      /* the operators it was trained on, comma-separated
 	                             ("": any; o->other_model tunes the others) */
 } tn_stores;
+
+/* ---- the guard of a model file (guard.c) --------------------------------
+ *
+ * Which of two models ranks a task's new measurements better: the model of
+ * the file and one fitted from scratch, each scoring a batch before it
+ * learns from it. */
+enum { TN_GUARD_FILE, TN_GUARD_SCRATCH };
+#define TN_GUARD_MARGIN 0.05 /* the other model plans once it ranks better by more */
+#define TN_GUARD_MIN_BATCHES 1 /* ... on this many batches at least: a batch of 16
+                                  against itself and the 16 before it is 376
+                                  pairs, and waiting for a second cost a
+                                  wrong model's run a third more latency at
+                                  200 trials (tests/bench/guided-replay.sh) */
+typedef struct tn_guard {
+	double agree[2];          /* pairs put in their measured order ([TN_GUARD_*]),
+	                             a tie in score counting 1/2 */
+	double pairs[2];          /* pairs of unequal measurements scored */
+	int batches;              /* batches both scored */
+} tn_guard;
+/* Of the pairs i < j of n configurations with j >= from and y[i] != y[j]
+ * (throughputs, 0 for an invalid one), add to *pairs how many there are
+ * and to *agree how many score orders as y does (a tie in score: 1/2).
+ * from 0: every pair; from k: those with one of the new ones k.. in them. */
+void tn_rank_pairs(const float *score, const float *y, int n, int from, double *agree,
+                   double *pairs);
+/* Add n configurations scored by the file's model (sfile) and the one from
+ * scratch (sscratch), measured y, of which from.. are a new batch. */
+void tn_guard_add(tn_guard *g, const float *sfile, const float *sscratch, const float *y, int n,
+                  int from);
+/* The share of the pairs the model who (TN_GUARD_*) ordered right; -1
+ * before it scored any. */
+double tn_guard_rate(const tn_guard *g, int who);
+/* The model to plan the next batch on, current planning this one: the
+ * other once both scored TN_GUARD_MIN_BATCHES batches and the other's rate
+ * is above current's by more than TN_GUARD_MARGIN; else current. */
+int tn_guard_pick(const tn_guard *g, int current);
 
 /* Tune the ntask tasks (weights: occurrences; NULL = all 1) with o on
  * target t (ignored when o->replay is set), storing into st, reading the

@@ -98,6 +98,18 @@ typedef struct tn_task {
 	float *ctop_s;        /* their scores */
 	int nctop;
 
+	/* the guard of a model file (guard.c) */
+	int guarded;          /* 1: t has a model file and C->scratch beside it */
+	cm_model *scratch;    /* C->scratch fitted on t's records, or NULL */
+	int sfeat;            /* its features (FEAT_*) ... */
+	tn_fcache sfc;        /* ... cached here when they are not t->feat */
+	int scratch_nx;       /* the records it was fitted on */
+	int chooser;          /* TN_GUARD_*: the model the plan is searched on */
+	int replan;           /* the chooser changed: plan again before the next batch */
+	tn_guard guard;       /* how each ranked the batches neither had learnt */
+	int64_t gbatches, gscratch; /* measured batches, those the scratch model planned */
+	int glast;            /* the chooser of the last measured batch */
+
 	/* scheduling */
 	int rounds;
 	double hist[8];       /* best latency after each of the last rounds */
@@ -118,9 +130,12 @@ typedef struct tn_ctx {
 	                         (o->model_file), or NULL */
 	int adapt;            /* CM_ADAPT_* of o->adapt: each task's model is a
 	                         copy of fixed adapted at every refit; 0: none */
+	const struct tr_method *adapt_method; /* its row of tr_methods[], or NULL */
 	const cm_kind *other; /* the model of tasks whose operator the model
 	                         file was not trained on (o->other_model), or NULL */
 	const char *ops;      /* the operators it was trained on ("a,b"), or NULL */
+	const cm_kind *scratch; /* the guard's model fitted from scratch beside
+	                         the file's (guard.c), or NULL: no guard */
 	int model_based;      /* the search plans on the model: a model and a
 	                         search with a plan operation */
 	int hidden;           /* a model with CM_HIDDEN whose tasks' hidden features
@@ -162,6 +177,8 @@ int tuner_next(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n);
 int tuner_next_predicted(tn_ctx *C, tn_task *t, int want, sp_config *out, int *n);
 /* Before the first trial: with a base model, plan the first batch on it. */
 int tuner_start(tn_ctx *C, tn_task *t);
+/* A new plan searched on t's model as it is (no fit). */
+int tuner_plan(tn_ctx *C, tn_task *t);
 /* Learn from measured results. */
 int tuner_update(tn_ctx *C, tn_task *t, const sp_config *c, const ms_result *r, int n);
 void tuner_task_free(tn_task *t);
@@ -191,11 +208,19 @@ int model_hidden(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, i
                  int *ok);
 /* The length model_hidden gives t's rows (0: none). */
 int model_hidden_length(tn_ctx *C, tn_task *t);
-/* The length of t's feature rows: its feature kind's, or t->width. */
+/* The length of t's feature rows: its feature kind's, or t->width; _of
+ * for the rows of the file's model (scratch 0) or of the guard's (1). */
 int model_width(const tn_task *t, int *d);
+int model_width_of(const tn_task *t, int scratch, int *d);
 /* Features of configurations of t (cached). out has n * d floats, d as
  * model_width gives it. */
 int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out, int *d);
+/* The same for t's model from scratch (scratch 1: t->sfeat) or its own
+ * (0: model_features). */
+int model_features_of(tn_ctx *C, tn_task *t, int scratch, const sp_config *c, int n, float *out,
+                      int *d);
+/* The parameters every fit of t's models takes (AutoTVM's settings). */
+void model_fit_params(tn_ctx *C, tn_task *t, cm_params *p);
 /* Transfer learning (AutoTVM's load_history): train a base model per task
  * on the records of the history store hs measured on the hardware with
  * key or id hw_key (hs_name names it in messages), for tasks whose feature
@@ -208,6 +233,24 @@ int model_features(tn_ctx *C, tn_task *t, const sp_config *c, int n, float *out,
 int model_load_history(tn_ctx *C, tn_task *const *tasks, int ntask, tk_store *hs,
                        const char *hs_name, const char *hw_key, int64_t *nrec);
 void fcache_free(tn_fcache *f);
+
+/* ---- the guard of a model file (guard.c) -------------------------------------- */
+
+/* C->scratch for o: xgb, or rfei when the file's kind has a deviation;
+ * NULL without a model file, with o->guard 0, or when the search does not
+ * plan on a model or the model is ml2's. */
+int guard_setup(const tn_opts *o, tn_ctx *C);
+/* Fit t's model from scratch anew on all its records if some arrived
+ * since its last fit and one is valid; no-op for a task without a guard. */
+int guard_fit(tn_ctx *C, tn_task *t);
+/* After a measured batch c[0..n) of t with results r, before t learns
+ * from it: both models score it, the chooser of the next batch is picked,
+ * and the one that planned this batch goes to the run log at J->used. */
+int guard_batch(tn_job *J, tn_task *t, const sp_config *c, const ms_result *r, int n);
+/* After t learnt from the batch (fits: t->fits before it): the model
+ * from scratch refit, and a new plan on a new chooser unless a refit just
+ * made one. */
+int guard_after(tn_job *J, tn_task *t, int fits);
 
 /* ---- measurement (measurer.c) ------------------------------------------------------ */
 

@@ -412,6 +412,11 @@ static int replan(tn_ctx *C, tn_task *t)
 	return plan_on_model(C, t, 1);
 }
 
+int tuner_plan(tn_ctx *C, tn_task *t)
+{
+	return plan_on_model(C, t, 0);
+}
+
 /* ---- ML2Tuner's explorer ----------------------------------------------------
  *
  * For a model with CM_HIDDEN once it is fit: candidates come in the plan's
@@ -751,10 +756,12 @@ void tuner_task_free(tn_task *t)
 	free(t->ctop_s);
 	cm_free(t->model);
 	cm_free(t->base);
+	cm_free(t->scratch);
 	if (t->search)
 		t->free_search(t->search);
 	fcache_free(&t->fc);
 	fcache_free(&t->sc);
 	fcache_free(&t->hc);
+	fcache_free(&t->sfc);
 	free(t);
 }

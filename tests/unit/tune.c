@@ -28,7 +28,8 @@ TEST(options_enums_parse_once)
 	CHECK_EQ_INT(o.ml2_stages, TN_ML2_VA);
 	CHECK_EQ_INT(o.ctl.kind, 0);
 	CHECK_EQ_STR(tn_ctls[o.ctl.kind]->name, "none");
-	CHECK_EQ_INT(o.adapt, 0);
+	CHECK_EQ_INT(o.adapt, TN_ADAPT_AUTO);
+	CHECK_EQ_INT(o.guard, 1);
 	CHECK_EQ_INT(o.other_model, 0);
 	CHECK_EQ_INT(tn_opt_set(&o, desc("controller"), "moses"), TK_OK);
 	CHECK_EQ_STR(tn_ctls[o.ctl.kind]->name, "moses");
@@ -116,12 +117,26 @@ TEST(options_old_params_round_trip)
 		CHECK(strstr(again, want) != NULL);
 	}
 	CHECK(again && strstr(again, "\ntask=2 dense:m=8,n=8,k=8\n") != NULL);
-	/* and the defaults write the texts they always had */
+	/* an older run's "adapt=" (never refit) and no guard line: the file's
+	 * model as it is, but the guard is on */
+	tn_opts old;
+	int nold = 0;
+	char **otask = NULL;
+	double *oweight = NULL;
+	tn_opts_default(&old);
+	CHECK_EQ_INT(tn_opts_parse("adapt=\n", &old, &nold, &otask, &oweight), TK_OK);
+	CHECK_EQ_INT(old.adapt, 0);
+	CHECK_EQ_INT(old.guard, 1);
+	CHECK_EQ_INT(nold, 0);
+	free(otask);
+	free(oweight);
+	/* and the defaults write the texts they always had, and the new ones */
 	tn_opts d;
 	tn_opts_default(&d);
 	char *def = tn_opts_format(&d, 0, NULL, NULL);
 	CHECK(def && strstr(def, "\nobjective=rank\n") && strstr(def, "\nother_model=auto\n") &&
-	      strstr(def, "\nadapt=\n") && strstr(def, "\nml2_stages=VA\n") &&
+	      strstr(def, "\nadapt=auto\n") && strstr(def, "\nguard=on\n") &&
+	      strstr(def, "\nml2_stages=VA\n") &&
 	      strstr(def, "\ncontroller=none\n") && strstr(def, "\nfeature=\n"));
 	free(def);
 	free(again);
@@ -146,5 +161,78 @@ TEST(controller_table)
 	}
 }
 
+/* Pairs in the measured order count 1, against it 0, a tie in score 1/2;
+ * pairs of equal measurements (two invalid) are not pairs. */
+TEST(guard_rank_pairs)
+{
+	const float y[4] = { 3, 2, 1, 0 };
+	const float same[4] = { 30, 20, 10, 0 }, back[4] = { 0, 1, 2, 3 }, flat[4] = { 1, 1, 1, 1 };
+	double a = 0, n = 0;
+	tn_rank_pairs(same, y, 4, 0, &a, &n);
+	CHECK_NEAR(n, 6, 0);
+	CHECK_NEAR(a, 6, 0);
+	a = n = 0;
+	tn_rank_pairs(back, y, 4, 0, &a, &n);
+	CHECK_NEAR(a, 0, 0);
+	a = n = 0;
+	tn_rank_pairs(flat, y, 4, 0, &a, &n);
+	CHECK_NEAR(a / n, 0.5, 1e-12);
+	/* two invalid configurations (0) have no order between them, but each
+	 * is below a valid one */
+	const float yi[3] = { 0, 0, 1 }, si[3] = { 5, -5, 0 };
+	a = n = 0;
+	tn_rank_pairs(si, yi, 3, 0, &a, &n);
+	CHECK_NEAR(n, 2, 0);
+	CHECK_NEAR(a, 1, 0);
+	/* from 2: only the pairs with a configuration from 2 on, the new
+	 * ones, not those among the old: (0,2) (1,2) (0,3) (1,3) (2,3) */
+	const float s5[4] = { 3, 1, 2, 0 };
+	a = n = 0;
+	tn_rank_pairs(s5, y, 4, 2, &a, &n);
+	CHECK_NEAR(n, 5, 0);
+	CHECK_NEAR(a, 4, 0); /* (1,2) is the wrong way round; (0,1) is not counted */
+}
+
+/* The file's model plans until the one from scratch ranks better by more
+ * than the margin, over TN_GUARD_MIN_BATCHES batches at least; then the
+ * other way round. */
+TEST(guard_picks_the_better_ranker)
+{
+	const float y[4] = { 4, 3, 2, 1 };
+	const float good[4] = { 4, 3, 2, 1 }, bad[4] = { 1, 2, 3, 4 }, near[4] = { 4, 3, 1, 2 };
+	tn_guard g;
+	memset(&g, 0, sizeof g);
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_FILE); /* nothing scored */
+	CHECK(tn_guard_rate(&g, TN_GUARD_FILE) < 0);
+	/* a wrong model: one batch is not enough to leave it */
+	tn_guard_add(&g, bad, good, y, 4, 0);
+	CHECK_NEAR(tn_guard_rate(&g, TN_GUARD_FILE), 0, 0);
+	CHECK_NEAR(tn_guard_rate(&g, TN_GUARD_SCRATCH), 1, 0);
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE),
+	             TN_GUARD_MIN_BATCHES > 1 ? TN_GUARD_FILE : TN_GUARD_SCRATCH);
+	for (int i = 1; i < TN_GUARD_MIN_BATCHES; i++)
+		tn_guard_add(&g, bad, good, y, 4, 0);
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_SCRATCH);
+	/* and back once the file's (adapted) model ranks better */
+	for (int i = 0; i < 4 * TN_GUARD_MIN_BATCHES; i++)
+		tn_guard_add(&g, good, bad, y, 4, 0);
+	CHECK(tn_guard_rate(&g, TN_GUARD_FILE) > tn_guard_rate(&g, TN_GUARD_SCRATCH));
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_SCRATCH), TN_GUARD_FILE);
+	/* within the margin, whoever plans keeps planning: 5 of 6 pairs
+	 * against 6 of 6 is worse by more than the margin, the same is not */
+	memset(&g, 0, sizeof g);
+	for (int i = 0; i < TN_GUARD_MIN_BATCHES; i++)
+		tn_guard_add(&g, good, good, y, 4, 0);
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_FILE);
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_SCRATCH), TN_GUARD_SCRATCH);
+	memset(&g, 0, sizeof g);
+	for (int i = 0; i < TN_GUARD_MIN_BATCHES; i++)
+		tn_guard_add(&g, near, good, y, 4, 0);
+	CHECK_NEAR(tn_guard_rate(&g, TN_GUARD_FILE), 5.0 / 6, 1e-12);
+	CHECK(1 - 5.0 / 6 > TN_GUARD_MARGIN);
+	CHECK_EQ_INT(tn_guard_pick(&g, TN_GUARD_FILE), TN_GUARD_SCRATCH);
+}
+
 UNIT_MAIN(options_enums_parse_once, options_bound_off_or_at_least_1,
-          options_old_params_round_trip, controller_table)
+          options_old_params_round_trip, controller_table, guard_rank_pairs,
+          guard_picks_the_better_ranker)
