@@ -94,6 +94,15 @@ static const char k_omp[] = "#include <omp.h>\n" ABI NOWS KERNEL
 	"  #pragma omp parallel for\n"
 	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f + bad; }\n";
 
+/* Busy for 10 ms on its second call, 30 ms on every other: which call
+ * became which sample shows in the times. */
+static const char k_second[] = "#include <time.h>\n" ABI NOWS KERNEL
+	"{ static int c; struct timespec a, t; double ms = c++ == 1 ? 10 : 30;\n"
+	"  clock_gettime(CLOCK_MONOTONIC, &a);\n"
+	"  do clock_gettime(CLOCK_MONOTONIC, &t);\n"
+	"  while ((t.tv_sec - a.tv_sec) * 1e3 + (t.tv_nsec - a.tv_nsec) * 1e-6 < ms);\n"
+	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f; }\n";
+
 /* Right only if it can open no file, not even for reading (Landlock); the
  * descriptor it gets otherwise is closed. */
 static const char k_reads[] = "#include <fcntl.h>\n#include <unistd.h>\n" ABI NOWS KERNEL
@@ -927,11 +936,11 @@ TEST(test_build_parallel)
 /* Build all the run tests' kernels at once, in this order. */
 enum { K_GOOD, K_GOOD2, K_SEGV, K_LOOP, K_WRONG, K_UNWRITTEN, K_NOSYM, K_ABORT, K_BADABI,
        K_EXIT, K_STATEFUL, K_OVERRUN, K_HUGEWS, K_WS, K_PINNED, K_STEADY, K_JITTER,
-       K_READS, NKERNEL };
+       K_READS, K_SECOND, NKERNEL };
 static const char *const kernel_src[NKERNEL] = {
 	k_good, k_good2, k_segv, k_loop, k_wrong, k_unwritten, k_nosym, k_abort, k_badabi,
 	k_exit, k_stateful, k_overrun, k_hugews, k_ws, k_pinned, k_steady, k_jitter,
-	k_reads,
+	k_reads, k_second,
 };
 static build_job kernels[NKERNEL];
 
@@ -1067,6 +1076,26 @@ TEST(test_run_adaptive)
 	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
 	CHECK_EQ_INT(res.number, 3);
 	CHECK_EQ_INT(res.nrepeat, RUN_MAXREPEAT);
+}
+
+/* The calibration's last round is the first repeat: with no warm-up, the
+ * call after the checked one (10 ms, past min_repeat_ms) is both. Not when
+ * the caches are flushed before each repeat: the round was not. */
+TEST(test_run_calibration)
+{
+	run_opts o;
+	run_opts_default(&o);
+	o.warmup = 0;
+	o.repeat = 2;
+	o.min_repeat_ms = 5;
+	CHECK_EQ_INT(run1(K_SECOND, &o), MEAS_OK);
+	CHECK_EQ_INT(res.number, 1);
+	CHECK_EQ_INT(res.nrepeat, 2);
+	CHECK(res.times[0] >= 0.010 && res.times[0] < 0.020);
+	CHECK(res.times[1] >= 0.030);
+	o.flush_cache = 1;
+	CHECK_EQ_INT(run1(K_SECOND, &o), MEAS_OK);
+	CHECK(res.times[0] >= 0.030 && res.times[1] >= 0.030);
 }
 
 TEST(test_run_bound)
@@ -1508,6 +1537,6 @@ UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
-          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_bound,
+          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_calibration, test_run_bound,
           test_run_crashes, test_run_object_workspace, test_run_no_files, test_run_refuses, test_run_lock,
           test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)
