@@ -70,7 +70,7 @@ typedef struct ms_cli {
 	{ OPT_INT, "number", 0, &(m).number, "N", "calls per repeat (default 0: from --min-repeat-ms)" }, \
 	{ OPT_INT, "repeat", 0, &(m).repeat, "N", "timed repeats per kernel (default 5)" }, \
 	{ OPT_DOUBLE, "min-repeat-ms", 0, &(m).min_repeat_ms, "MS", "minimum length of a repeat (default 10)" }, \
-	{ OPT_INT, "warmup", 0, &(m).warmup, "N", "untimed calls before timing (default 1)" }, \
+	{ OPT_INT, "warmup", 0, &(m).warmup, "N", "untimed calls before timing, after the checked call (default 0)" }, \
 	{ OPT_FLAG, "flush-cache", 0, &(m).flush, NULL, "flush the CPU caches between repeats" }, \
 	{ OPT_STRING, "clock", 0, &(m).clock, "C", "time wall time (default) or cpu: the CPU time, steadier on a busy machine" }, \
 	{ OPT_STRING, "evaluator", 0, &(m).evaluator, "E", "fixed (number x repeat calls) or adaptive (stop at a low CV)" }, \

@@ -1078,14 +1078,15 @@ TEST(test_run_adaptive)
 	CHECK_EQ_INT(res.nrepeat, RUN_MAXREPEAT);
 }
 
-/* The calibration's last round is the first repeat: with no warm-up, the
- * call after the checked one (10 ms, past min_repeat_ms) is both. Not when
- * the caches are flushed before each repeat: the round was not. */
+/* The calibration's last round is the first repeat: with no warm-up (the
+ * default: the checked call warms), the call after the checked one (10 ms,
+ * past min_repeat_ms) is both. Not when the caches are flushed before each
+ * repeat: the round was not. */
 TEST(test_run_calibration)
 {
 	run_opts o;
 	run_opts_default(&o);
-	o.warmup = 0;
+	CHECK_EQ_INT(o.warmup, 0);
 	o.repeat = 2;
 	o.min_repeat_ms = 5;
 	CHECK_EQ_INT(run1(K_SECOND, &o), MEAS_OK);
