@@ -103,6 +103,12 @@ static const char k_second[] = "#include <time.h>\n" ABI NOWS KERNEL
 	"  while ((t.tv_sec - a.tv_sec) * 1e3 + (t.tv_nsec - a.tv_nsec) * 1e-6 < ms);\n"
 	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f; }\n";
 
+/* Right on its first call, then it scribbles over its inputs (through
+ * the const the ABI does not promise), so later calls are wrong. */
+static const char k_scribble[] = ABI NOWS KERNEL
+	"{ for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f;\n"
+	"  for (int i = 0; i < 1000; i++) b[1][i] = b[2][i] = -7.0f; }\n";
+
 /* Right only if it can open no file, not even for reading (Landlock); the
  * descriptor it gets otherwise is closed. */
 static const char k_reads[] = "#include <fcntl.h>\n#include <unistd.h>\n" ABI NOWS KERNEL
@@ -936,11 +942,11 @@ TEST(test_build_parallel)
 /* Build all the run tests' kernels at once, in this order. */
 enum { K_GOOD, K_GOOD2, K_SEGV, K_LOOP, K_WRONG, K_UNWRITTEN, K_NOSYM, K_ABORT, K_BADABI,
        K_EXIT, K_STATEFUL, K_OVERRUN, K_HUGEWS, K_WS, K_PINNED, K_STEADY, K_JITTER,
-       K_READS, K_SECOND, NKERNEL };
+       K_READS, K_SECOND, K_SCRIBBLE, NKERNEL };
 static const char *const kernel_src[NKERNEL] = {
 	k_good, k_good2, k_segv, k_loop, k_wrong, k_unwritten, k_nosym, k_abort, k_badabi,
 	k_exit, k_stateful, k_overrun, k_hugews, k_ws, k_pinned, k_steady, k_jitter,
-	k_reads, k_second,
+	k_reads, k_second, k_scribble,
 };
 static build_job kernels[NKERNEL];
 
@@ -1097,6 +1103,23 @@ TEST(test_run_calibration)
 	o.flush_cache = 1;
 	CHECK_EQ_INT(run1(K_SECOND, &o), MEAS_OK);
 	CHECK(res.times[0] >= 0.030 && res.times[1] >= 0.030);
+}
+
+/* A kernel that writes over its inputs spoils its own answer only: the
+ * next kernel reads the inputs as they were. */
+TEST(test_run_scribble)
+{
+	run_opts o;
+	run_opts_default(&o);
+	o.number = 1;
+	o.repeat = 1;
+	run_io io = make_io();
+	CHECK_EQ_INT(run_kernel(&kernels[K_SCRIBBLE], &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_WRONG_ANSWER);
+	CHECK(strstr(res.msg, "after repeated calls") != NULL);
+	CHECK_EQ_INT(run_kernel(&kernels[K_GOOD], &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_OK);
+	CHECK(in0[5] == (float)5 * 0.01f && in1[5] == 3.5f);
 }
 
 TEST(test_run_bound)
@@ -1538,6 +1561,6 @@ UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
-          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_calibration, test_run_bound,
+          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_calibration, test_run_scribble, test_run_bound,
           test_run_crashes, test_run_object_workspace, test_run_no_files, test_run_refuses, test_run_lock,
           test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)
