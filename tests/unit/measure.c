@@ -18,6 +18,7 @@
 
 #include "base/target.h"
 #include "measure/build.h"
+#include "measure/measure.h"
 #include "measure/run.h"
 #include "util/sha256.h"
 #include "util/util.h"
@@ -1429,6 +1430,51 @@ TEST(test_run_lock)
 	free(old);
 }
 
+/* The overlap verdict: judged on the median's slowdown and the spread,
+ * kept beside the default lock, and anything else in its file is none. */
+TEST(test_overlap_verdict)
+{
+	ms_overlap v = { 0, 1.0, 1.019, 0.05, 0.07 }, got;
+	CHECK_EQ_INT(ms_overlap_judge(&v), 1);
+	v.with_s = 1.03; /* 3% slower */
+	CHECK_EQ_INT(ms_overlap_judge(&v), 0);
+	v.with_s = 0.9;
+	v.with_cv = 0.08; /* more than both 1.5 x 0.05 and 0.05 + 0.02 */
+	CHECK_EQ_INT(ms_overlap_judge(&v), 0);
+	v.alone_cv = 0.001;
+	v.with_cv = 0.02; /* 20 times wider, but within 0.02 more */
+	CHECK_EQ_INT(ms_overlap_judge(&v), 1);
+
+	char rt[160], path[200];
+	int found = 1;
+	char *old = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+	snprintf(rt, sizeof rt, "%s/overlap-rt", cache);
+	CHECK_EQ_INT(mkdir(rt, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", rt, 1);
+	CHECK_EQ_INT(ms_overlap_load(&got, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	CHECK_EQ_INT(ms_overlap_store(&v), TK_OK);
+	CHECK_EQ_INT(ms_overlap_load(&got, &found), TK_OK);
+	CHECK_EQ_INT(found, 1);
+	CHECK_EQ_INT(got.allowed, 1);
+	CHECK(fabs(got.alone_s - v.alone_s) < 1e-9 && fabs(got.with_s - v.with_s) < 1e-9);
+	CHECK(fabs(got.with_cv - v.with_cv) < 1e-6);
+	snprintf(path, sizeof path, "%s/tunekit/overlap", rt);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("tunekit-overlap 1 allowed 2 alone 1 with 1 alone_cv 0 with_cv 0\n", f);
+		fclose(f);
+	}
+	CHECK_EQ_INT(ms_overlap_load(&got, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	if (old)
+		setenv("XDG_RUNTIME_DIR", old, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+	free(old);
+}
+
 TEST(test_run_timeout)
 {
 	run_opts o;
@@ -1561,6 +1607,7 @@ UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
-          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_calibration, test_run_scribble, test_run_bound,
+          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
+          test_run_calibration, test_run_scribble, test_run_bound,
           test_run_crashes, test_run_object_workspace, test_run_no_files, test_run_refuses, test_run_lock,
-          test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)
+          test_overlap_verdict, test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)
