@@ -82,10 +82,56 @@ static inline void fetch(const rd *r, const int64_t *ax, double *v, double *a)
 	*a = r->abs[off];
 }
 
+/* The innermost (reduction) axis's whole run from where the affine reads
+ * are now, added to *sum and *sabs point by point in the order the
+ * odometer takes, so the result is the same to the bit, when every read
+ * stays inside its tensor along it: 1. Else 0, nothing added. About ten
+ * times faster on a long run than a point at a time (a dense layer's k). */
+static int run_inner(const te_stage *st, const rd *reads, double *sum, double *sabs)
+{
+	int a = st->naxis - 1, nr = st->nread;
+	int64_t e = st->axis[a].extent, off[TE_MAXREAD], inc[TE_MAXREAD];
+	for (int r = 0; r < nr; r++) {
+		const rd *q = &reads[r];
+		off[r] = inc[r] = 0;
+		for (int d = 0; d < q->ndim; d++) {
+			int64_t i0 = q->cur[d], i1 = i0 + (e - 1) * q->coef[d][a];
+			if (i0 < 0 || i0 >= q->shape[d] || i1 < 0 || i1 >= q->shape[d])
+				return 0;
+			off[r] += i0 * q->stride[d];
+			inc[r] += q->coef[d][a] * q->stride[d];
+		}
+	}
+	double s = *sum, sa = *sabs;
+	if (nr == 2) {
+		const double *v0 = reads[0].val + off[0], *a0 = reads[0].abs + off[0];
+		const double *v1 = reads[1].val + off[1], *a1 = reads[1].abs + off[1];
+		for (int64_t k = 0; k < e; k++) {
+			s += v0[k * inc[0]] * v1[k * inc[1]];
+			sa += a0[k * inc[0]] * a1[k * inc[1]];
+		}
+	} else {
+		for (int64_t k = 0; k < e; k++) {
+			double p = 1, pa = 1;
+			for (int r = 0; r < nr; r++) {
+				p *= reads[r].val[off[r] + k * inc[r]];
+				pa *= reads[r].abs[off[r] + k * inc[r]];
+			}
+			s += p;
+			sa += pa;
+		}
+	}
+	*sum = s;
+	*sabs = sa;
+	return 1;
+}
+
 static void run_stage(const te_stage *st, rd *reads, double *out, double *outabs)
 {
 	int64_t ax[TE_MAXAXIS] = { 0 };
-	int n = st->naxis, ns = st->nspatial;
+	int n = st->naxis, ns = st->nspatial, fast = n > ns && st->nread > 0;
+	for (int r = 0; r < st->nread; r++)
+		fast &= reads[r].affine;
 	/* affine reads start at the constant term (all axes 0) */
 	for (int r = 0; r < st->nread; r++)
 		if (reads[r].affine) {
@@ -98,15 +144,24 @@ static void run_stage(const te_stage *st, rd *reads, double *out, double *outabs
 		/* one spatial point: sum over the reduction domain */
 		double sum = 0, sabs = 0;
 		for (;;) {
-			double p = 1, pa = 1;
-			for (int r = 0; r < st->nread; r++) {
-				double v, a;
-				fetch(&reads[r], ax, &v, &a);
-				p *= v;
-				pa *= a;
+			if (fast && ax[n - 1] == 0 && run_inner(st, reads, &sum, &sabs)) {
+				/* the whole innermost run is summed: on to its last point */
+				int64_t e = st->axis[n - 1].extent - 1;
+				ax[n - 1] = e;
+				for (int r = 0; r < st->nread; r++)
+					for (int d = 0; d < reads[r].ndim; d++)
+						reads[r].cur[d] += e * reads[r].coef[d][n - 1];
+			} else {
+				double p = 1, pa = 1;
+				for (int r = 0; r < st->nread; r++) {
+					double v, a;
+					fetch(&reads[r], ax, &v, &a);
+					p *= v;
+					pa *= a;
+				}
+				sum += p;
+				sabs += pa;
 			}
-			sum += p;
-			sabs += pa;
 			/* step the reduction odometer */
 			int a;
 			for (a = n - 1; a >= ns; a--) {
