@@ -100,7 +100,8 @@ typedef struct compile_loop {
 	const tk_target *tg;
 	build_opts bo;
 	const char *src;
-	volatile int stop;
+	int stop;          /* set by the timing thread (atomic) */
+	int failed;        /* a build did not run or failed: no compiler was beside */
 	pthread_t thread;
 } compile_loop;
 
@@ -109,14 +110,18 @@ static void *compile_thread(void *p)
 	compile_loop *c = p;
 	size_t n = strlen(c->src) + 64;
 	char *src = malloc(n);
-	for (long i = 0; src && !c->stop; i++) {
+	c->failed = !src;
+	for (long i = 0; src && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); i++) {
 		build_job j;
 		memset(&j, 0, sizeof j);
 		j.fd = -1;
 		snprintf(src, n, "/* overlap probe %ld %ld */\n%s", (long)getpid(), i, c->src);
 		j.src = src;
-		if (build_run(c->tg, &c->bo, &j, 1))
+		if (build_run(c->tg, &c->bo, &j, 1) || j.status != BUILD_OK) {
+			c->failed = 1;
+			build_jobs_close(&j, 1);
 			break;
+		}
 		build_jobs_close(&j, 1);
 	}
 	free(src);
@@ -231,11 +236,12 @@ int ms_overlap_probe(const tk_target *tg, const ms_opts *o, ms_overlap *v)
 	ro.bound_s = 0;
 	ro.adaptive = 0;
 	ro.flush_cache = 0;
+	ro.cpu_clock = 0; /* the bias in what a user waits, whatever the clock timed */
 	for (int round = 0; round < 2 * PROBE_ROUNDS && !rc; round++) {
 		/* in pairs, alone first in even pairs, beside a compile first in odd ones */
 		int beside = (round % 2) ^ ((round / 2) % 2);
 		compile_loop c = { tg, { dir, 0, 1, o->build_timeout, 0, 0, BUILD_REPORTS_NONE },
-		                   probe_src, 0, 0 };
+		                   probe_src, 0, 0, 0 };
 		int started = beside && pthread_create(&c.thread, NULL, compile_thread, &c) == 0;
 		if (beside && !started) {
 			rc = tk_seterr(TK_EIO, "cannot start a thread");
@@ -248,11 +254,13 @@ int ms_overlap_probe(const tk_target *tg, const ms_opts *o, ms_overlap *v)
 		run_result r;
 		rc = run_kernel(&kernel, tg, &d.io, &ro, &r);
 		if (started) {
-			c.stop = 1;
+			__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
 			pthread_join(c.thread, NULL);
 		}
 		if (!rc && r.error != MEAS_OK)
 			rc = tk_seterr(TK_EIO, "overlap probe: its kernel failed: %s", r.msg);
+		if (!rc && c.failed)
+			rc = tk_seterr(TK_EIO, "overlap probe: the compiler beside the kernel failed");
 		if (!rc) {
 			med[beside][round / 2] = r.median;
 			cv[beside][round / 2] = r.mean > 0 ? r.std / r.mean : 0;
