@@ -8,13 +8,13 @@
  * cache and memory bus, a virtual machine's cores on shared host cores),
  * the kernel runs slower beside them and every timing is off.
  *
- * So the machine is asked once: a kernel of its own that streams from
- * memory is timed in rounds alone and beside a compiler (building that
- * kernel again and again), in turn, and the verdict with its figures is kept in
- * a file beside the default measurement lock (run_lock_default), one per
- * user and boot, like the lock itself. It allows overlap when the median
- * beside a compile is within MS_OVERLAP_BIAS of the median alone and the
- * spread of the repeats is not much wider.
+ * So the machine is asked once: a kernel of the probe's own that streams
+ * from memory is timed in rounds alone and beside a compiler (building
+ * that kernel again and again), in turn, and the verdict with its figures
+ * is kept in a file beside the default measurement lock (run_lock_default),
+ * one per user and boot, like the lock itself. It allows overlap when the
+ * median beside a compile is within MS_OVERLAP_BIAS of the median alone
+ * and the spread of the repeats is not much wider.
  */
 #define _GNU_SOURCE
 #include "measure.h"
