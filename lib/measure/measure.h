@@ -32,7 +32,9 @@
  * of ms_hidden's builds (hidden.h). */
 typedef struct ms_time {
 	double codegen_s;  /* configurations to C source (schedule, lowering, emitting) */
-	double compile_s;  /* the builds, parallel, cache lookups included */
+	double compile_s;  /* the builds, parallel, cache lookups included; with
+	                      overlap only the wait for the second half's, so
+	                      that the phases add up to the wall time */
 	double run_s;      /* the reference (once per task) and the runs: check and timing */
 	double ref_s;      /* the part of run_s that computing the inputs and the reference
 	                      added: it runs beside the first batch's compilers, and only
