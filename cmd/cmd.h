@@ -60,7 +60,7 @@ typedef struct common_opts {
  * fields start unset (ms_cli_init) and then applied over the command's own
  * starting point, so that a resumed tuning run keeps what it stored. */
 typedef struct ms_cli {
-	const char *cache_dir, *evaluator, *measure_lock, *clock;
+	const char *cache_dir, *evaluator, *measure_lock, *clock, *overlap;
 	int64_t number, repeat, warmup, microbatch;  /* INT64_MIN: unset */
 	double min_repeat_ms, timeout, build_timeout, build_adapt, cv; /* NAN: unset */
 	int flush;
@@ -70,7 +70,7 @@ typedef struct ms_cli {
 	{ OPT_INT, "number", 0, &(m).number, "N", "calls per repeat (default 0: from --min-repeat-ms)" }, \
 	{ OPT_INT, "repeat", 0, &(m).repeat, "N", "timed repeats per kernel (default 5)" }, \
 	{ OPT_DOUBLE, "min-repeat-ms", 0, &(m).min_repeat_ms, "MS", "minimum length of a repeat (default 10)" }, \
-	{ OPT_INT, "warmup", 0, &(m).warmup, "N", "untimed calls before timing (default 1)" }, \
+	{ OPT_INT, "warmup", 0, &(m).warmup, "N", "untimed calls before timing, after the checked call (default 0)" }, \
 	{ OPT_FLAG, "flush-cache", 0, &(m).flush, NULL, "flush the CPU caches between repeats" }, \
 	{ OPT_STRING, "clock", 0, &(m).clock, "C", "time wall time (default) or cpu: the CPU time, steadier on a busy machine" }, \
 	{ OPT_STRING, "evaluator", 0, &(m).evaluator, "E", "fixed (number x repeat calls) or adaptive (stop at a low CV)" }, \
@@ -80,14 +80,16 @@ typedef struct ms_cli {
 	{ OPT_DOUBLE, "build-timeout", 0, &(m).build_timeout, "S", "limit of one compilation in seconds" }, \
 	{ OPT_DOUBLE, "build-adapt", 0, &(m).build_adapt, "X", "stop a compilation past X times its batch's median, at least 5 s (default 5; 0: never)" }, \
 	{ OPT_STRING, "cache-dir", 0, &(m).cache_dir, "DIR", "compiled-kernel cache (default $TUNEKIT_CACHE or ~/.cache/tunekit)" }, \
-	{ OPT_STRING, "measure-lock", 0, &(m).measure_lock, "PATH", "time kernels holding this lock file, or none (default: one per user)" }
+	{ OPT_STRING, "measure-lock", 0, &(m).measure_lock, "PATH", "time kernels holding this lock file, or none (default: one per user)" }, \
+	{ OPT_STRING, "overlap", 0, &(m).overlap, "WHEN", "compile half a batch while the other half is timed: auto (where this machine allows it), on, off" }
 
 struct ms_opts;
 struct tk_ctx;
 void ms_cli_init(ms_cli *m);
 /* Apply the options that were given over *mo, with the environment's
- * TUNEKIT_MEASURE_LOCK (under --measure-lock), TUNEKIT_CACHE_MAX and
- * TUNEKIT_BUILD_ADAPT (under --build-adapt), and
+ * TUNEKIT_MEASURE_LOCK (under --measure-lock), TUNEKIT_CACHE_MAX,
+ * TUNEKIT_BUILD_ADAPT (under --build-adapt) and TUNEKIT_OVERLAP (under
+ * --overlap; auto without either), and
  * show waits for the measurement lock as progress. Returns 0, or the exit
  * status after a one-line error when a value is out of range. */
 int ms_cli_apply(struct tk_ctx *ctx, const ms_cli *m, struct ms_opts *mo);

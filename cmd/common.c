@@ -490,6 +490,14 @@ int ms_cli_apply(tk_ctx *ctx, const ms_cli *m, ms_opts *mo)
 			return tk_fail(ctx, TK_EINVAL, "TUNEKIT_CACHE_MAX: the limit must be positive");
 		mo->cache_max = v;
 	}
+	const char *ov = m->overlap ? m->overlap : getenv("TUNEKIT_OVERLAP");
+	if (!ov || !*ov || !strcmp(ov, "auto"))
+		mo->overlap = MS_OVERLAP_AUTO;
+	else if (!strcmp(ov, "on") || !strcmp(ov, "off"))
+		mo->overlap = ov[1] == 'n' ? MS_OVERLAP_ON : MS_OVERLAP_OFF;
+	else
+		return tk_fail(ctx, TK_EINVAL, "%s: auto, on or off, not '%s'",
+		               m->overlap ? "--overlap" : "TUNEKIT_OVERLAP", ov);
 	if (m->cache_dir) mo->cache_dir = m->cache_dir;
 	if (m->evaluator && run_opts_evaluator(r, m->evaluator))
 		return tk_fail(ctx, TK_EINVAL, NULL);

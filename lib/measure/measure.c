@@ -375,6 +375,96 @@ static int build_again_plain(const tk_target *tg, const build_opts *bo, build_jo
 	return rc;
 }
 
+/* Build jobs[0..n) and, when the compiler's reports are asked for, keep
+ * their facts and build the ones that failed with them again without
+ * (build_again_plain). TK_OK or build_run's error. */
+static int build_some(const tk_target *tg, const ms_opts *o, const build_opts *bo,
+                      build_job *jobs, int n)
+{
+	int rc = build_run(tg, bo, jobs, n);
+	if (!rc && o->reports) {
+		ms_hidden_keep(tg, o, jobs, n);
+		rc = build_again_plain(tg, bo, jobs, n);
+	}
+	return rc;
+}
+
+/* build_some on a thread of its own (overlap), its error message carried
+ * back. */
+typedef struct build_half {
+	const tk_target *tg;
+	const ms_opts *o;
+	build_opts bo;
+	build_job *jobs;
+	int n;
+	int started;       /* the thread runs: join it */
+	int rc;
+	char msg[512];
+	pthread_t thread;
+} build_half;
+
+static void *build_thread(void *p)
+{
+	build_half *b = p;
+	b->rc = build_some(b->tg, b->o, &b->bo, b->jobs, b->n);
+	if (b->rc)
+		snprintf(b->msg, sizeof b->msg, "%s", tk_errmsg());
+	return NULL;
+}
+
+/* Before the kernels among jobs[from..to) run, if one of them was built:
+ * take the lock (when it is not held yet) and read the load, into *load
+ * unless it was read before (non-zero). TK_OK, or run_lock_acquire's error. */
+static int run_start(run_lock *lock, const ms_opts *o, const build_job *jobs, int from, int to,
+                     double *load)
+{
+	int built = 0, rc;
+	for (int j = from; j < to; j++)
+		built |= jobs[j].status == BUILD_OK;
+	if (!built)
+		return TK_OK;
+	if (lock && (rc = run_lock_acquire(lock, o->wait, o->wait_ctx)))
+		return rc;
+	double la[1];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (*load == 0 && getloadavg(la, 1) == 1 && ncpu > 0)
+		*load = la[0] / (double)ncpu;
+	return TK_OK;
+}
+
+/* Run the built kernels among jobs[from..to) (slot[i] maps configuration i
+ * to its job, -1 for none) into out[], counting the runs in *ran for the
+ * progress (of total). TK_OK, or run_kernel's error. */
+static int run_jobs(ms_task *t, const tk_target *tg, const ms_opts *o, build_job *jobs,
+                    const int *slot, int n, ms_result *out, int from, int to, int total,
+                    double load, int *ran)
+{
+	int rc = TK_OK;
+	for (int i = 0; i < n && !rc; i++) {
+		ms_result *r = &out[i];
+		if (slot[i] < from || slot[i] >= to)
+			continue;
+		build_job *j = &jobs[slot[i]];
+		r->compile_s = j->seconds;
+		r->cached = j->cached;
+		t->time.cached += j->cached;
+		t->time.compiled += !j->cached;
+		if (j->status != BUILD_OK) {
+			r->error = j->status == BUILD_TIMEOUT ? MEAS_COMPILE_TIMEOUT : MEAS_COMPILE_ERROR;
+			snprintf(r->msg, sizeof r->msg, "%.255s", j->msg);
+			continue;
+		}
+		progress(o, "run", (*ran)++, total);
+		r->load = load;
+		if ((rc = run_kernel(j, tg, &t->io, &o->run, &r->run)))
+			break;
+		r->error = r->run.error;
+		if (r->error)
+			snprintf(r->msg, sizeof r->msg, "%s", r->run.msg);
+	}
+	return rc;
+}
+
 int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_config *cfg,
                int n, ms_result *out)
 {
@@ -393,6 +483,8 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	build_job *jobs = calloc((size_t)n, sizeof *jobs);
 	int *slot = calloc((size_t)n, sizeof *slot);
 	run_lock *lock = NULL;
+	build_half rest; /* the half of the batch built while the other is timed */
+	memset(&rest, 0, sizeof rest);
 	for (int i = 0; jobs && i < n; i++)
 		jobs[i].fd = -1;
 	if (!k || !jobs || !slot) {
@@ -430,17 +522,32 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 	build_opts bo = { o->cache_dir, o->cache_max, o->jobs > 0 ? o->jobs : 1, o->build_timeout,
 	                  o->build_adapt, o->build_adapt_floor,
 	                  o->reports ? BUILD_REPORTS_NEW : BUILD_REPORTS_NONE };
+	/* With overlap, the second half of the batch is compiled, by one
+	 * compiler fewer, while the first half is timed. */
+	int overlap = o->overlap == MS_OVERLAP_ON, probe = 0;
+	if (o->overlap == MS_OVERLAP_AUTO && !t->overlap_probed) {
+		ms_overlap v;
+		int found = 0;
+		/* a verdict that cannot be read is none: no overlap, no probe */
+		if (ms_overlap_load(&v, &found) == TK_OK) {
+			overlap = found && v.allowed;
+			probe = !found;
+		}
+	}
+	int half = overlap && bo.njobs >= 2 && nj >= 2 ? (nj + 1) / 2 : nj;
+	rest.tg = tg;
+	rest.o = o;
+	rest.bo = bo;
+	rest.bo.njobs = bo.njobs - 1;
+	rest.jobs = jobs + half;
+	rest.n = nj - half;
 	/* The reference is computed while the compilers run: a batch's
 	 * compilation waits for its slowest kernel, with cores to spare. */
 	ref_job rj = { .t = t, .cache_dir = o->cache_dir };
 	int threaded = !t->ready && nj > 0 && !pthread_create(&rj.thread, NULL, ref_thread, &rj);
 	if (!threaded)
 		ref_thread(&rj);
-	rc = build_run(tg, &bo, jobs, nj);
-	if (!rc && o->reports) {
-		ms_hidden_keep(tg, o, jobs, nj);
-		rc = build_again_plain(tg, &bo, jobs, nj);
-	}
+	rc = build_some(tg, o, &bo, jobs, half);
 	t0 = tk_now();
 	if (threaded)
 		pthread_join(rj.thread, NULL);
@@ -456,45 +563,46 @@ int ms_measure(ms_task *t, const tk_target *tg, const ms_opts *o, const sp_confi
 		rc = tk_seterr(rj.rc, "%s", rj.msg);
 	if (rc)
 		goto done;
-	t0 = t2;
-	progress(o, "build", nj, nj);
-	int nrun = 0;
-	for (int i = 0; i < nj; i++)
-		nrun += jobs[i].status == BUILD_OK;
-	if (nrun > 0 && lock) {
-		if ((rc = run_lock_acquire(lock, o->wait, o->wait_ctx)))
-			goto done;
-		t0 = tk_now(); /* the wait is not run time */
+	if (half < nj && pthread_create(&rest.thread, NULL, build_thread, &rest) == 0)
+		rest.started = 1;
+	else if (half < nj && (rc = build_some(tg, o, &bo, jobs + half, nj - half)))
+		goto done;
+	progress(o, "build", half, nj);
+	double load = 0;
+	int ran = 0;
+	if ((rc = run_start(lock, o, jobs, 0, half, &load)))
+		goto done;
+	t0 = tk_now(); /* the wait for the lock is not run time */
+	rc = run_jobs(t, tg, o, jobs, slot, n, out, 0, half, nj, load, &ran);
+	if (!rc && probe && ran > 0) {
+		/* Ask the machine inside this hold of the lock; once per task
+		 * whatever comes of it, so that a probe that fails or cannot be
+		 * kept is not made again for every batch. */
+		ms_overlap v;
+		t->overlap_probed = 1;
+		if (ms_overlap_probe(tg, o, &v) == TK_OK)
+			ms_overlap_store(&v);
 	}
-	double la[1], load = 0;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (nrun > 0 && getloadavg(la, 1) == 1 && ncpu > 0)
-		load = la[0] / (double)ncpu;
-	for (int i = 0, ran = 0; i < n; i++) {
-		ms_result *r = &out[i];
-		if (slot[i] < 0)
-			continue;
-		build_job *j = &jobs[slot[i]];
-		r->compile_s = j->seconds;
-		r->cached = j->cached;
-		t->time.cached += j->cached;
-		t->time.compiled += !j->cached;
-		if (j->status != BUILD_OK) {
-			r->error = j->status == BUILD_TIMEOUT ? MEAS_COMPILE_TIMEOUT : MEAS_COMPILE_ERROR;
-			snprintf(r->msg, sizeof r->msg, "%.255s", j->msg);
-			continue;
-		}
-		progress(o, "run", ran++, nj);
-		r->load = load;
-		if ((rc = run_kernel(j, tg, &t->io, &o->run, &r->run)))
-			goto done;
-		r->error = r->run.error;
-		if (r->error)
-			snprintf(r->msg, sizeof r->msg, "%s", r->run.msg);
+	t->time.run_s += tk_now() - t0;
+	if (rest.started) {
+		t0 = tk_now();
+		pthread_join(rest.thread, NULL);
+		rest.started = 0;
+		t->time.compile_s += tk_now() - t0; /* only the wait is not run time */
+		if (!rc && rest.rc)
+			rc = tk_seterr(rest.rc, "%s", rest.msg);
 	}
+	if (half < nj)
+		progress(o, "build", nj, nj);
+	if (rc || (rc = run_start(lock, o, jobs, half, nj, &load)))
+		goto done;
+	t0 = tk_now();
+	rc = run_jobs(t, tg, o, jobs, slot, n, out, half, nj, nj, load, &ran);
 	progress(o, "run", nj, nj);
 	t->time.run_s += tk_now() - t0;
 done:
+	if (rest.started)
+		pthread_join(rest.thread, NULL);
 	run_lock_close(lock);
 	if (jobs)
 		build_jobs_close(jobs, n);

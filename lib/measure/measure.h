@@ -3,7 +3,9 @@
  * in parallel (and cached), then run one kernel at a time, each checked
  * against the reference before its time is believed. The runs of a batch
  * happen under the measurement lock (run.h), so that no two tunekit
- * processes time kernels at once; compiles do not take it.
+ * processes time kernels at once; compiles do not take it. Where this
+ * machine allows it (overlap.c), the second half of a batch compiles while
+ * the first half is timed.
  *
  * This is the one place the pipeline task -> space -> schedule -> code ->
  * measurement comes together; callers (tune, measure) store the results.
@@ -30,7 +32,9 @@
  * of ms_hidden's builds (hidden.h). */
 typedef struct ms_time {
 	double codegen_s;  /* configurations to C source (schedule, lowering, emitting) */
-	double compile_s;  /* the builds, parallel, cache lookups included */
+	double compile_s;  /* the builds, parallel, cache lookups included; with
+	                      overlap only the wait for the second half's, so
+	                      that the phases add up to the wall time */
 	double run_s;      /* the reference (once per task) and the runs: check and timing */
 	double ref_s;      /* the part of run_s that computing the inputs and the reference
 	                      added: it runs beside the first batch's compilers, and only
@@ -61,6 +65,7 @@ typedef struct ms_task {
 	size_t *in_n;
 	double *ref, *refabs;
 	run_io io;
+	int overlap_probed;  /* this machine was asked about overlap (ms_opts.overlap) */
 	ms_time time;      /* where ms_measure's time went, summed over its calls */
 } ms_task;
 
@@ -93,6 +98,9 @@ typedef struct ms_opts {
 	int nolock;             /* 1: time without taking the lock */
 	run_wait_fn wait;       /* called while the lock is awaited; may be NULL */
 	void *wait_ctx;
+	int overlap;            /* MS_OVERLAP_*: whether the second half of a batch is
+	                           compiled, by one compiler fewer, while its first
+	                           half is timed */
 	int reports;            /* 1: the kernels compiled also write the compiler's
 	                           reports, whose facts are kept for ms_hidden
 	                           (ms_hidden_keep), so that a kernel measured before
@@ -100,13 +108,49 @@ typedef struct ms_opts {
 	                           one that fails so is built again without them */
 } ms_opts;
 
+/* ms_opts.overlap. AUTO overlaps where this machine's verdict
+ * (ms_overlap_load) allows it; when there is none yet, the first batch to
+ * be timed makes it (ms_overlap_probe) and stores it. */
+enum { MS_OVERLAP_OFF = 0, MS_OVERLAP_ON = 1, MS_OVERLAP_AUTO = 2 };
+
 #define MS_BUILD_ADAPT 5.0
 #define MS_BUILD_ADAPT_FLOOR 5.0
 
 /* Defaults: 2 jobs, 60 s build timeout, a compilation stopped past 5 times
  * its batch's median and 5 s, default cache and size limit,
- * run_opts_default, the default lock, no callbacks. */
+ * run_opts_default, the default lock, overlap AUTO, no callbacks. */
 void ms_opts_default(ms_opts *o);
+
+/* ---- overlap: may compiles run beside timed kernels? (overlap.c) ------- */
+
+#define MS_OVERLAP_BIAS 0.02 /* the largest slowdown of the median allowed */
+
+typedef struct ms_overlap {
+	int allowed;              /* 1: overlap biases nothing measurable here */
+	double alone_s, with_s;   /* the probe kernel's median latency alone and
+	                             beside a compile, medians over the rounds */
+	double alone_cv, with_cv; /* the spread of its repeats (std/mean), likewise */
+} ms_overlap;
+
+/* This machine's verdict, from the file "overlap" beside the default
+ * measurement lock: *found 1 and *v filled, or *found 0 when there is none
+ * (or it is unreadable as one). TK_OK, or TK_EIO when the directory is
+ * unusable or the file cannot be read. */
+int ms_overlap_load(ms_overlap *v, int *found);
+/* Write *v as this machine's verdict (atomically). TK_OK or TK_EIO. */
+int ms_overlap_store(const ms_overlap *v);
+/* Set and return v->allowed from its figures: the median beside a compile
+ * at most MS_OVERLAP_BIAS slower, the spread at most 1.5 times (or 0.02
+ * more than) the spread alone. */
+int ms_overlap_judge(ms_overlap *v);
+/* Ask this machine: build the probe's kernel (overlap.c: it streams 32 MiB
+ * from memory) for tg into o's cache, time it in rounds of 5 repeats of at
+ * least 50 ms alone and beside a compiler building it again and again
+ * (into a private directory of the cache, removed after), in turn, and
+ * judge (ms_overlap_judge). The caller holds the measurement lock. TK_OK
+ * with *v filled; TK_EIO when the kernel fails or the cache cannot be
+ * used, TK_ENOMEM. */
+int ms_overlap_probe(const tk_target *tg, const ms_opts *o, ms_overlap *v);
 
 typedef struct ms_result {
 	char *config, *sched;   /* canonical text and primitive sequence (owned) */

@@ -72,7 +72,7 @@ typedef struct run_opts {
 	                         (run_result.bounded); 0: time every repeat */
 } run_opts;
 
-/* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 1, no flush,
+/* Defaults: number 0, repeat 5, min_repeat_ms 10, warmup 0, no flush,
  * timeout 10 s; fixed evaluator (adaptive: micro-batches of 50, CV 0.1). */
 void run_opts_default(run_opts *o);
 

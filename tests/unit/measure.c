@@ -18,6 +18,7 @@
 
 #include "base/target.h"
 #include "measure/build.h"
+#include "measure/measure.h"
 #include "measure/run.h"
 #include "util/sha256.h"
 #include "util/util.h"
@@ -93,6 +94,21 @@ static const char k_omp[] = "#include <omp.h>\n" ABI NOWS KERNEL
 	"{ float bad = omp_get_max_threads() == 2 ? 0.0f : 7.0f;\n"
 	"  #pragma omp parallel for\n"
 	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f + bad; }\n";
+
+/* Busy for 10 ms on its second call, 30 ms on every other: which call
+ * became which sample shows in the times. */
+static const char k_second[] = "#include <time.h>\n" ABI NOWS KERNEL
+	"{ static int c; struct timespec a, t; double ms = c++ == 1 ? 10 : 30;\n"
+	"  clock_gettime(CLOCK_MONOTONIC, &a);\n"
+	"  do clock_gettime(CLOCK_MONOTONIC, &t);\n"
+	"  while ((t.tv_sec - a.tv_sec) * 1e3 + (t.tv_nsec - a.tv_nsec) * 1e-6 < ms);\n"
+	"  for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f; }\n";
+
+/* Right on its first call, then it scribbles over its inputs (through
+ * the const the ABI does not promise), so later calls are wrong. */
+static const char k_scribble[] = ABI NOWS KERNEL
+	"{ for (int i = 0; i < 1000; i++) b[0][i] = b[1][i] * b[2][i] + 1.0f;\n"
+	"  for (int i = 0; i < 1000; i++) b[1][i] = b[2][i] = -7.0f; }\n";
 
 /* Right only if it can open no file, not even for reading (Landlock); the
  * descriptor it gets otherwise is closed. */
@@ -927,11 +943,11 @@ TEST(test_build_parallel)
 /* Build all the run tests' kernels at once, in this order. */
 enum { K_GOOD, K_GOOD2, K_SEGV, K_LOOP, K_WRONG, K_UNWRITTEN, K_NOSYM, K_ABORT, K_BADABI,
        K_EXIT, K_STATEFUL, K_OVERRUN, K_HUGEWS, K_WS, K_PINNED, K_STEADY, K_JITTER,
-       K_READS, NKERNEL };
+       K_READS, K_SECOND, K_SCRIBBLE, NKERNEL };
 static const char *const kernel_src[NKERNEL] = {
 	k_good, k_good2, k_segv, k_loop, k_wrong, k_unwritten, k_nosym, k_abort, k_badabi,
 	k_exit, k_stateful, k_overrun, k_hugews, k_ws, k_pinned, k_steady, k_jitter,
-	k_reads,
+	k_reads, k_second, k_scribble,
 };
 static build_job kernels[NKERNEL];
 
@@ -1067,6 +1083,44 @@ TEST(test_run_adaptive)
 	CHECK_EQ_INT(run1(K_STEADY, &o), MEAS_OK);
 	CHECK_EQ_INT(res.number, 3);
 	CHECK_EQ_INT(res.nrepeat, RUN_MAXREPEAT);
+}
+
+/* The calibration's last round is the first repeat: with no warm-up (the
+ * default: the checked call warms), the call after the checked one (10 ms,
+ * past min_repeat_ms) is both. Not when the caches are flushed before each
+ * repeat: the round was not. */
+TEST(test_run_calibration)
+{
+	run_opts o;
+	run_opts_default(&o);
+	CHECK_EQ_INT(o.warmup, 0);
+	o.repeat = 2;
+	o.min_repeat_ms = 5;
+	CHECK_EQ_INT(run1(K_SECOND, &o), MEAS_OK);
+	CHECK_EQ_INT(res.number, 1);
+	CHECK_EQ_INT(res.nrepeat, 2);
+	CHECK(res.times[0] >= 0.010 && res.times[0] < 0.020);
+	CHECK(res.times[1] >= 0.030);
+	o.flush_cache = 1;
+	CHECK_EQ_INT(run1(K_SECOND, &o), MEAS_OK);
+	CHECK(res.times[0] >= 0.030 && res.times[1] >= 0.030);
+}
+
+/* A kernel that writes over its inputs spoils its own answer only: the
+ * next kernel reads the inputs as they were. */
+TEST(test_run_scribble)
+{
+	run_opts o;
+	run_opts_default(&o);
+	o.number = 1;
+	o.repeat = 1;
+	run_io io = make_io();
+	CHECK_EQ_INT(run_kernel(&kernels[K_SCRIBBLE], &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_WRONG_ANSWER);
+	CHECK(strstr(res.msg, "after repeated calls") != NULL);
+	CHECK_EQ_INT(run_kernel(&kernels[K_GOOD], &native, &io, &o, &res), TK_OK);
+	CHECK_EQ_INT(res.error, MEAS_OK);
+	CHECK(in0[5] == (float)5 * 0.01f && in1[5] == 3.5f);
 }
 
 TEST(test_run_bound)
@@ -1376,6 +1430,51 @@ TEST(test_run_lock)
 	free(old);
 }
 
+/* The overlap verdict: judged on the median's slowdown and the spread,
+ * kept beside the default lock, and anything else in its file is none. */
+TEST(test_overlap_verdict)
+{
+	ms_overlap v = { 0, 1.0, 1.019, 0.05, 0.07 }, got;
+	CHECK_EQ_INT(ms_overlap_judge(&v), 1);
+	v.with_s = 1.03; /* 3% slower */
+	CHECK_EQ_INT(ms_overlap_judge(&v), 0);
+	v.with_s = 0.9;
+	v.with_cv = 0.08; /* more than both 1.5 x 0.05 and 0.05 + 0.02 */
+	CHECK_EQ_INT(ms_overlap_judge(&v), 0);
+	v.alone_cv = 0.001;
+	v.with_cv = 0.02; /* 20 times wider, but within 0.02 more */
+	CHECK_EQ_INT(ms_overlap_judge(&v), 1);
+
+	char rt[160], path[200];
+	int found = 1;
+	char *old = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+	snprintf(rt, sizeof rt, "%s/overlap-rt", cache);
+	CHECK_EQ_INT(mkdir(rt, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", rt, 1);
+	CHECK_EQ_INT(ms_overlap_load(&got, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	CHECK_EQ_INT(ms_overlap_store(&v), TK_OK);
+	CHECK_EQ_INT(ms_overlap_load(&got, &found), TK_OK);
+	CHECK_EQ_INT(found, 1);
+	CHECK_EQ_INT(got.allowed, 1);
+	CHECK(fabs(got.alone_s - v.alone_s) < 1e-9 && fabs(got.with_s - v.with_s) < 1e-9);
+	CHECK(fabs(got.with_cv - v.with_cv) < 1e-6);
+	snprintf(path, sizeof path, "%s/tunekit/overlap", rt);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("tunekit-overlap 1 allowed 2 alone 1 with 1 alone_cv 0 with_cv 0\n", f);
+		fclose(f);
+	}
+	CHECK_EQ_INT(ms_overlap_load(&got, &found), TK_OK);
+	CHECK_EQ_INT(found, 0);
+	if (old)
+		setenv("XDG_RUNTIME_DIR", old, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+	free(old);
+}
+
 TEST(test_run_timeout)
 {
 	run_opts o;
@@ -1508,6 +1607,7 @@ UNIT_MAIN(setup, test_target_native, test_target_keys, test_target_errors,
           test_build_adapt, test_build_ref,
           test_build_parallel, test_sha256, test_cache_dir, test_cache_default_nohome,
           test_cache_planted, test_parse_size, test_cache_trim,
-          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive, test_run_bound,
+          test_run_build_kernels, test_run_ok, test_run_cv, test_run_adaptive,
+          test_run_calibration, test_run_scribble, test_run_bound,
           test_run_crashes, test_run_object_workspace, test_run_no_files, test_run_refuses, test_run_lock,
-          test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)
+          test_overlap_verdict, test_run_timeout, test_run_wrong, test_run_survives, test_run_threads, teardown)

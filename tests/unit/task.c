@@ -153,6 +153,47 @@ TEST(test_ref_conv_padding_by_hand)
 	free_inputs(p, in);
 }
 
+/* Wider than a block of the interpreter's spatial points (64), with
+ * padding at both ends of a row: the same to the bit as summing each
+ * output's terms in order, a padded term adding 0 * w as it always did. */
+TEST(test_ref_blocks_to_the_bit)
+{
+	te_prog *p;
+	float **in;
+	double *out = reference("conv2d:c=2,h=3,w=131,k=2,stride=1,pad=1", &p, &in);
+	if (!out)
+		return;
+	int h = 3, w = 131;
+	for (int f = 0; f < 2; f++)
+		for (int y = 0; y < h; y++)
+			for (int x = 0; x < w; x++) {
+				double s = 0;
+				for (int c = 0; c < 2; c++)
+					for (int ry = 0; ry < 3; ry++)
+						for (int rx = 0; rx < 3; rx++) {
+							int iy = y + ry - 1, ix = x + rx - 1;
+							int inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+							double v = inside ? in[0][(c * h + iy) * w + ix] : 0;
+							s += v * in[1][((f * 2 + c) * 3 + ry) * 3 + rx];
+						}
+				CHECK(out[(f * h + y) * w + x] == s);
+			}
+	free(out);
+	free_inputs(p, in);
+	out = reference("dense:m=2,n=150,k=9", &p, &in);
+	if (!out)
+		return;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 150; j++) {
+			double s = 0;
+			for (int k = 0; k < 9; k++)
+				s += (double)in[0][i * 9 + k] * in[1][k * 150 + j];
+			CHECK(out[i * 150 + j] == s);
+		}
+	free(out);
+	free_inputs(p, in);
+}
+
 TEST(test_ref_transpose_by_scatter)
 {
 	/* conv2d_transpose computed by scattering each input point */
@@ -472,7 +513,8 @@ TEST(test_ref_grouped_transpose_by_scatter)
 }
 
 UNIT_MAIN(test_parse_dense, test_parse_defaults, test_parse_errors, test_every_op_parses,
-          test_ref_dense_by_hand, test_ref_conv_padding_by_hand, test_ref_transpose_by_scatter,
+          test_ref_dense_by_hand, test_ref_conv_padding_by_hand, test_ref_blocks_to_the_bit,
+          test_ref_transpose_by_scatter,
           test_ref_winograd_equals_direct, test_divides_message, test_ref_blocked_equals_plain,
           test_optional_params_key, test_optional_params_keep_programs,
           test_ref_general_conv_by_hand, test_ref_grouped_transpose_by_scatter)
