@@ -10,7 +10,8 @@
 #   xgb+sa   AutoTVM's tuner from scratch
 #   guided   tune --model-file: the offline model, adapted to the layer's
 #            records and guarded by an xgb from scratch (man tunekit-tune)
-# The offline model is GUIDED_MODEL_FILE if given, else a TLP trained once
+# The offline model is GUIDED_MODEL_FILE if given (builtin: tune --model-file
+# builtin, the binary's own model of this CPU), else a TLP trained once
 # into WORKDIR on the dataset's records of this CPU (the hardware whose key
 # is this target's, else the one with the most records), with
 # GUIDED_TRAIN_ARGS added to tunekit train's (e.g. --rounds 3 for a quick
@@ -52,7 +53,7 @@ if [ ! -s "$ds" ]; then
 	gunzip -c "$GZ" >"$ds.tmp" && mv "$ds.tmp" "$ds"
 fi
 model=${GUIDED_MODEL_FILE:-$OUT/offline-tlp.model}
-if [ ! -s "$model" ]; then
+if [ "$model" != builtin ] && [ ! -s "$model" ]; then
 	native=$("$TK" help targets native)
 	hw=$(sqlite3 "$ds" "SELECT h.id FROM hardware h JOIN measurement m ON m.hardware_id = h.id
 		GROUP BY h.id ORDER BY h.key = '$(echo "$native" | sed "s/'/''/g")' DESC, count(*) DESC LIMIT 1")
