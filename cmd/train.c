@@ -23,7 +23,7 @@ static const char *const usage[] = {
 	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
 	"              [--valid-task TASK... | --valid-network NAME...]\n"
 	"              [--aux-hw ID... [--target-fraction F] [--aux-fraction F]] [--rounds N]\n"
-	"              [--out FILE] [OPTIONS] [-]",
+	"              [--per-op] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
 	"(default: the one with the most records that have features) whose configurations\n"
 	"have features of --feature (see 'tunekit extract-features'; by default the kind the\n"
@@ -41,6 +41,7 @@ static const char *const usage[] = {
 	"--aux-fraction trains each epoch on that share of the auxiliary records, drawn\n"
 	"afresh (faster). Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
 	"target's training records and holdout (a table on a terminal, TSV otherwise),\n"
+	"and, with --per-op, on the holdout's tasks of each operator alone; then it\n"
 	"writes the model file and adds the model to the store. --objective validity\n"
 	"trains ML2Tuner's model V instead: a classifier of valid against invalid\n"
 	"records (accuracy, precision, recall and AUC), whose file says label=validity.\n"
@@ -50,6 +51,7 @@ static const char *const usage[] = {
 static struct {
 	const char *model, *objective, *feature, *out, *format, *tree_method, *predictions;
 	int64_t hardware, rounds;
+	int per_op;
 	double holdout, target_fraction, aux_fraction;
 	opt_list holdout_task, holdout_network, valid_task, valid_network, aux_hw;
 } o;
@@ -71,6 +73,7 @@ static const opt options[] = {
 	{ OPT_STRING, "tree-method", 0, &o.tree_method, "M", "XGBoost tree_method: auto (default), exact, approx, hist" },
 	{ OPT_STRING, "out", 'o', &o.out, "FILE", "model file to write (default tunekit.model)" },
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
+	{ OPT_FLAG, "per-op", 0, &o.per_op, NULL, "also a holdout row per operator (holdout-op:OP)" },
 	{ OPT_STRING, "predictions", 0, &o.predictions, "FILE", "write the model's prediction of every target record measured (TSV)" },
 	OPT_END_
 };
@@ -135,6 +138,46 @@ static int network_rows(tk_ctx *ctx, table *tb, int fmt, const tr_set *ts, const
 	}
 	free(w);
 	return EXIT_OK;
+}
+
+/* --per-op: a row of the holdout's tasks of each operator alone
+ * ("holdout-op:OP", the task key's part before ':'), in the order the
+ * operators first occur, each task weighted as in the holdout row. */
+static int op_rows(tk_ctx *ctx, table *tb, int fmt, const tr_set *ts, const tr_part *hold)
+{
+	double *w = malloc(sizeof *w * (size_t)(ts->ntask > 0 ? ts->ntask : 1));
+	char *done = calloc((size_t)(ts->ntask > 0 ? ts->ntask : 1), 1);
+	int rc = TK_OK;
+	if (!w || !done) {
+		free(w);
+		free(done);
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	}
+	for (int t = 0; t < ts->ntask && !rc; t++) {
+		const tr_task *tk = &ts->tasks[t];
+		if (done[t] || !tk->holdout || tk->head)
+			continue;
+		size_t len = strcspn(tk->key, ":");
+		for (int u = t; u < ts->ntask; u++) {
+			const tr_task *tu = &ts->tasks[u];
+			int same = tu->holdout && !tu->head && !strncmp(tu->key, tk->key, len) &&
+			           (tu->key[len] == ':' || !tu->key[len]);
+			w[u] = same ? (tu->weight > 0 ? tu->weight : 1) : 0;
+			done[u] |= same;
+		}
+		for (int u = 0; u < t; u++)
+			w[u] = 0;
+		cm_metrics m;
+		char set[128];
+		if ((rc = tr_eval_tasks(hold, w, &m)))
+			break;
+		snprintf(set, sizeof set, "holdout-op:%.*s", (int)(len < 100 ? len : 100), tk->key);
+		if (m.n)
+			metrics_row(tb, fmt, set, &m);
+	}
+	free(w);
+	free(done);
+	return rc ? tk_fail(ctx, rc, NULL) : EXIT_OK;
 }
 
 /* ---- entry -------------------------------------------------------------------------- */
@@ -467,6 +510,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 			metrics_row(tb, fmt, "holdout", &f.mhold);
 		if (f.hold.n > 0 && nets.n > 1 &&
 		    (status = network_rows(ctx, tb, fmt, &ts, &f.hold, &nets))) {
+			table_free(tb);
+			goto out;
+		}
+		if (f.hold.n > 0 && o.per_op && (status = op_rows(ctx, tb, fmt, &ts, &f.hold))) {
 			table_free(tb);
 			goto out;
 		}

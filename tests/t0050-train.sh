@@ -141,6 +141,24 @@ test_expect_success 'several held-out networks: a row of each alone, weighted by
 	test_rows nout1 2
 '
 
+test_expect_success '--per-op: a holdout row per operator, weighted as the holdout' '
+	B=batch_matmul:b=2,m=8,n=8,k=8 &&
+	tunekit measure -q --db ops.db --task $T1 --task $T2 --task $B --sample 8 --repeat 1 >/dev/null &&
+	tunekit extract-features -q --db ops.db --kind knob &&
+	tunekit train -q --db ops.db --feature knob --holdout-task $T1 --holdout-task $B --per-op \
+		--out o.model >oout &&
+	test_rows oout 4 &&
+	test "$(tsv_col oout set 4)" = holdout-op:dense && test "$(tsv_col oout tasks 4)" -eq 1 &&
+	test "$(tsv_col oout set 5)" = holdout-op:batch_matmul &&
+	test "$(tsv_col oout tasks 5)" -eq 1 && test "$(tsv_col oout rows 5)" -eq 8 &&
+	# the holdout is the two operators at weight 1 each
+	awk -v h="$(tsv_col oout top1 3)" -v a="$(tsv_col oout top1 4)" -v b="$(tsv_col oout top1 5)" \
+		"BEGIN { d = (a + b) / 2 - h; exit !(d < 0.0002 && d > -0.0002) }" &&
+	tunekit train -q --db ops.db --feature knob --holdout-task $T1 --holdout-task $B \
+		--out o.model >oout2 &&
+	test_rows oout2 2
+'
+
 test_expect_success '--valid-task stops early on a task, then trains on it with the rounds it chose' '
 	tunekit train --feature knob --holdout-task $T3 --valid-task $T2 --out v.model \
 		--predictions v.tsv >vout 2>err &&
