@@ -159,6 +159,22 @@ test_expect_success '--per-op: a holdout row per operator, weighted as the holdo
 	test_rows oout2 2
 '
 
+test_expect_success '--select active:F trains on that share, the same for a seed; bad specs are exit 2' '
+	tunekit train --feature knob --holdout-task $T3 --select active:0.25 --seed 3 \
+		--out s.model --predictions s1.tsv >sout 2>err &&
+	grep -q "training on 6 of the target.s records (--select active:0.25)" err &&
+	test "$(tsv_col sout rows 2)" -eq 6 && test "$(tsv_col sout rows 3)" -eq 12 &&
+	tunekit train -q --feature knob --holdout-task $T3 --select active:0.25 --seed 3 \
+		--out s.model --predictions s2.tsv >/dev/null &&
+	cut -f1,3 s1.tsv >a && cut -f1,3 s2.tsv >b && test_cmp a b &&
+	test_expect_code 2 tunekit train --feature knob --select active:0 --out s.model 2>err &&
+	grep -q "active:F" err &&
+	test_expect_code 2 tunekit train --feature knob --select random:0.5 --out s.model &&
+	test_expect_code 2 tunekit train --feature knob --select active:0.5 --target-fraction 0.5 \
+		--out s.model 2>err &&
+	grep -q "one of --select and --target-fraction" err
+'
+
 test_expect_success '--valid-task stops early on a task, then trains on it with the rounds it chose' '
 	tunekit train --feature knob --holdout-task $T3 --valid-task $T2 --out v.model \
 		--predictions v.tsv >vout 2>err &&
