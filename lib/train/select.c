@@ -30,6 +30,7 @@
 #include <string.h>
 
 #define SEL_SAMPLE 32        /* rows a representativeness is measured against */
+#define SEL_ROUNDS 50        /* boosting rounds of each regressor of the committee */
 
 typedef struct sel_ctx {
 	const tr_set *ts;
@@ -196,6 +197,8 @@ static int uncertainty(const tr_set *ts, const char *sel, const char *mark, int 
 	cm_params_default(&p);
 	p.rank = 0;
 	p.seed = seed;
+	/* a rough guide suffices: a quarter of the default rounds, a quarter the time */
+	p.rounds = SEL_ROUNDS;
 	p.nthread = 1;
 	cm_data data = { .n = n, .d = d, .x = x, .y = y };
 	if ((rc = cm_fit(cm_find("rfei"), &p, &data, NULL, &m)) ||
