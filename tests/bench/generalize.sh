@@ -82,13 +82,8 @@ absent=$(grep -v '^#' "$FAMFILE" | tail -n +2 | cut -f2 | awk '!seen[$0]++' |
 # family, model, train rows, held rows, tasks, top1, top5, spearman, seconds
 fit() {
 	fam=$1 model=$2
-	args=""
-	for n in $(awk -F'\t' -v f="$fam" '$2 == f { print $1 }' "$DIR/networks.tsv"); do
-		args="$args --holdout-network $n"
-	done
-	for n in $(awk -F'\t' -v f="$fam" '$2 != f && !seen[$2]++ { print $1 }' "$DIR/networks.tsv"); do
-		args="$args --valid-network $n"
-	done
+	args=$(awk -F'\t' -v f="$fam" '$2 == f { printf " --holdout-network %s", $1 }
+		$2 != f && !seen[$2]++ { printf " --valid-network %s", $1 }' "$DIR/networks.tsv")
 	case $model in
 	xgb) args="$args --model xgb --feature itervar" ;;
 	tlp) args="$args --model tlp --feature tlp ${GEN_EPOCHS:+--rounds $GEN_EPOCHS}" ;;
