@@ -65,8 +65,8 @@ echo "target hardware $TARGET: $key; mtl-tlp's auxiliary: ${AUX:-none}" >&2
 # network<TAB>family of the networks the dataset covers on the target: at
 # least three quarters of their distinct tasks have records (a zoo network
 # that shares its ordinary layers with them is not one: ResNeXt-50 shares
-# 18 of its 25 with ResNet-50, none of them grouped, and its family would
-# be scored on those alone)
+# 18 of its 25 with ResNet-50 and Wide ResNet-50-2 on hardware 7, none of
+# them grouped, and its family would be scored on those alone)
 "$TK" help networks | awk '{ print $1 "\t" $2 }' >"$DIR/distinct.tsv"
 grep -v '^#' "$FAMFILE" | tail -n +2 | while IFS='	' read -r net fam; do
 	n=$("$TK" report --db "$DB" --hardware "$TARGET" --format tsv --network "$net" best 2>/dev/null |
