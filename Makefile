@@ -15,6 +15,9 @@
 #   make bench      benchmarks (not in CI)
 #   make bench-nn   GFLOPS of lib/nn's linear and attention layers (not in CI)
 #   make bench-tlp  TLP and MTL-TLP against xgb on the offline dataset
+#   make bench-generalize  leave-one-family-out: xgb, TLP, MTL-TLP and meta on
+#                   network families they never saw (GEN_HARDWARE=ID)
+#   make bench-active  train --select active:F against a uniform draw and all records
 #   make bench-transfer  a model moved to new hardware: Moses, fine-tuning,
 #                   xgb warm start, MTL, scratch (Kernel Tuner GPUs, CPUs)
 #   make bench-kernels  tuned kernels against OpenBLAS, oneDNN and the FMA peak
@@ -261,6 +264,26 @@ bench-tlp: tunekit $(BUILD)/bench/tlp_score
 	sh tests/bench/tlp.sh ./tunekit $(TLP_DATASET) $(BUILD)/bench/tlp
 	sh tests/bench/kt-mtl.sh ./tunekit $(BUILD)/bench/tlp $(KT_SEEDS)
 
+# Leave-one-family-out on the offline dataset (tests/bench/generalize.sh):
+# each family of data/dataset/families.tsv held out in turn, xgb, tlp,
+# mtl-tlp and meta trained on the others; GEN_HARDWARE (default: the
+# hardware with the most records), GEN_MODELS, GEN_EPOCHS, GEN_TRAIN.
+GEN_DATASET ?= $(TLP_DATASET)
+bench-generalize: tunekit
+	GEN_HARDWARE='$(GEN_HARDWARE)' GEN_MODELS='$(GEN_MODELS)' GEN_EPOCHS='$(GEN_EPOCHS)' \
+	GEN_TRAIN='$(GEN_TRAIN)' sh tests/bench/generalize.sh ./tunekit $(GEN_DATASET) \
+		$(BUILD)/bench/generalize
+
+# Active selection (tests/bench/active.sh): xgb (ACTIVE_MODELS="xgb tlp" for
+# TLP too) trained on all of the target's training records, on a uniform
+# draw of ACTIVE_FRACTION of them and on as many chosen by --select active,
+# bench-tlp's split, ACTIVE_SEEDS seeds.
+ACTIVE_DATASET ?= $(TLP_DATASET)
+bench-active: tunekit
+	ACTIVE_HARDWARE='$(ACTIVE_HARDWARE)' ACTIVE_MODELS='$(ACTIVE_MODELS)' \
+	ACTIVE_FRACTION='$(ACTIVE_FRACTION)' ACTIVE_SEEDS='$(ACTIVE_SEEDS)' \
+		sh tests/bench/active.sh ./tunekit $(ACTIVE_DATASET) $(BUILD)/bench/active
+
 # Transfer to new hardware (issue 23): each method of tunekit transfer from
 # a few of the target's records, Kernel Tuner's convolution A100 -> A4000
 # and -> MI250X, and the offline dataset's avx512 -> avx2, sse2 when
@@ -450,6 +473,6 @@ uninstall:
 clean:
 	rm -rf $(BUILD) tunekit
 
-.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack costmodels metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed bench-guided measure-base bench-deps install uninstall clean
+.PHONY: all deps test test-scale check-asan crash-test fuzz demo dataset dataset-pack costmodels metatune-dataset metatune-pack metaeval-dataset metaeval-pack bench-meta bench-tlp bench-transfer bench bench-nn bench-adatune bench-ml2 bench-kernels bench-measure bench-compile bench-tune-speed bench-guided measure-base bench-deps install uninstall clean bench-generalize bench-active
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

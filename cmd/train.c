@@ -22,8 +22,9 @@ static const char *const usage[] = {
 	"tunekit train [--model NAME] [--objective rank|reg|validity] [--feature itervar|knob|curve|tlp|graph|hidden]\n"
 	"              [--hardware ID] [--holdout F | --holdout-task TASK... | --holdout-network NAME...]\n"
 	"              [--valid-task TASK... | --valid-network NAME...]\n"
-	"              [--aux-hw ID... [--target-fraction F] [--aux-fraction F]] [--rounds N]\n"
-	"              [--out FILE] [OPTIONS] [-]",
+	"              [--aux-hw ID... [--target-fraction F] [--aux-fraction F]] [--select active:F]\n"
+	"              [--rounds N]\n"
+	"              [--per-op] [--out FILE] [OPTIONS] [-]",
 	"Train a cost model ('tunekit help models') on the records of one hardware ID\n"
 	"(default: the one with the most records that have features) whose configurations\n"
 	"have features of --feature (see 'tunekit extract-features'; by default the kind the\n"
@@ -39,8 +40,10 @@ static const char *const usage[] = {
 	"auxiliary hardware (--aux-hw), one head each, and predicts for the target;\n"
 	"--target-fraction keeps only that share of the target's training records,\n"
 	"--aux-fraction trains each epoch on that share of the auxiliary records, drawn\n"
-	"afresh (faster). Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
+	"afresh (faster); --select active:F keeps a share F of the target's training\n"
+	"records chosen as TCL's active learning does. Prints RMSE, MSE, MSE(D), top-1, top-5 and Spearman on the\n"
 	"target's training records and holdout (a table on a terminal, TSV otherwise),\n"
+	"and, with --per-op, on the holdout's tasks of each operator alone; then it\n"
 	"writes the model file and adds the model to the store. --objective validity\n"
 	"trains ML2Tuner's model V instead: a classifier of valid against invalid\n"
 	"records (accuracy, precision, recall and AUC), whose file says label=validity.\n"
@@ -48,8 +51,9 @@ static const char *const usage[] = {
 };
 
 static struct {
-	const char *model, *objective, *feature, *out, *format, *tree_method, *predictions;
+	const char *model, *objective, *feature, *out, *format, *tree_method, *predictions, *select;
 	int64_t hardware, rounds;
+	int per_op;
 	double holdout, target_fraction, aux_fraction;
 	opt_list holdout_task, holdout_network, valid_task, valid_network, aux_hw;
 } o;
@@ -67,10 +71,12 @@ static const opt options[] = {
 	{ OPT_LIST, "aux-hw", 0, &o.aux_hw, "ID", "multi-head models: also learn from this hardware (repeatable, or ID,ID)" },
 	{ OPT_DOUBLE, "target-fraction", 0, &o.target_fraction, "F", "train on this share of the target's records (0 to 1)" },
 	{ OPT_DOUBLE, "aux-fraction", 0, &o.aux_fraction, "F", "each epoch, train on this share of the auxiliary records (above 0, at most 1)" },
+	{ OPT_STRING, "select", 0, &o.select, "active:F", "train on a share F of the target's records chosen by representativeness, diversity and uncertainty" },
 	{ OPT_INT, "rounds", 0, &o.rounds, "N", "boosting rounds at most (default 8000 with a holdout, else 200)" },
 	{ OPT_STRING, "tree-method", 0, &o.tree_method, "M", "XGBoost tree_method: auto (default), exact, approx, hist" },
 	{ OPT_STRING, "out", 'o', &o.out, "FILE", "model file to write (default tunekit.model)" },
 	{ OPT_STRING, "format", 'f', &o.format, "FMT", "table, tsv or json (default: table on a terminal)" },
+	{ OPT_FLAG, "per-op", 0, &o.per_op, NULL, "also a holdout row per operator (holdout-op:OP)" },
 	{ OPT_STRING, "predictions", 0, &o.predictions, "FILE", "write the model's prediction of every target record measured (TSV)" },
 	OPT_END_
 };
@@ -135,6 +141,46 @@ static int network_rows(tk_ctx *ctx, table *tb, int fmt, const tr_set *ts, const
 	}
 	free(w);
 	return EXIT_OK;
+}
+
+/* --per-op: a row of the holdout's tasks of each operator alone
+ * ("holdout-op:OP", the task key's part before ':'), in the order the
+ * operators first occur, each task weighted as in the holdout row. */
+static int op_rows(tk_ctx *ctx, table *tb, int fmt, const tr_set *ts, const tr_part *hold)
+{
+	double *w = malloc(sizeof *w * (size_t)(ts->ntask > 0 ? ts->ntask : 1));
+	char *done = calloc((size_t)(ts->ntask > 0 ? ts->ntask : 1), 1);
+	int rc = TK_OK;
+	if (!w || !done) {
+		free(w);
+		free(done);
+		return tk_fail(ctx, TK_ENOMEM, "out of memory");
+	}
+	for (int t = 0; t < ts->ntask && !rc; t++) {
+		const tr_task *tk = &ts->tasks[t];
+		if (done[t] || !tk->holdout || tk->head)
+			continue;
+		size_t len = strcspn(tk->key, ":");
+		for (int u = t; u < ts->ntask; u++) {
+			const tr_task *tu = &ts->tasks[u];
+			int same = tu->holdout && !tu->head && !strncmp(tu->key, tk->key, len) &&
+			           (tu->key[len] == ':' || !tu->key[len]);
+			w[u] = same ? (tu->weight > 0 ? tu->weight : 1) : 0;
+			done[u] |= same;
+		}
+		for (int u = 0; u < t; u++)
+			w[u] = 0;
+		cm_metrics m;
+		char set[128];
+		if ((rc = tr_eval_tasks(hold, w, &m)))
+			break;
+		snprintf(set, sizeof set, "holdout-op:%.*s", (int)(len < 100 ? len : 100), tk->key);
+		if (m.n)
+			metrics_row(tb, fmt, set, &m);
+	}
+	free(w);
+	free(done);
+	return rc ? tk_fail(ctx, rc, NULL) : EXIT_OK;
 }
 
 /* ---- entry -------------------------------------------------------------------------- */
@@ -285,6 +331,7 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	int nid = 0, rc, feat = FEAT_ITERVAR, from_stdin = 0, status = EXIT_OK, nhold = 0, by_rows = 0;
 	int64_t *aux = NULL;
 	int naux = 0, nkept = 0;
+	double select_frac = 0;
 	net_list nets = { 0 }, vnets = { 0 };
 	const char **so_tasks_owned = NULL, **so_valid_owned = NULL;
 
@@ -348,6 +395,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "--aux-fraction needs a share above 0, at most 1");
 	if (o.aux_fraction < 1 && !o.aux_hw.n)
 		return tk_fail(ctx, TK_EINVAL, "--aux-fraction needs --aux-hw");
+	if (o.select && (rc = tr_select_parse(o.select, &select_frac)))
+		return tk_fail(ctx, rc, NULL);
+	if (o.select && o.target_fraction > 0)
+		return tk_fail(ctx, TK_EINVAL, "give one of --select and --target-fraction");
 	if (o.valid_task.n && o.valid_network.n)
 		return tk_fail(ctx, TK_EINVAL, "give one of --valid-task and --valid-network");
 	if ((status = parse_aux(ctx, &aux, &naux)))
@@ -407,9 +458,17 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 	}
 	if (o.target_fraction > 0 && o.target_fraction < 1)
 		tr_subsample(&ts, hold, o.target_fraction, (uint64_t)ctx->common.seed, &nkept);
+	if (o.select &&
+	    (rc = tr_select_active(&ts, hold, select_frac, (uint64_t)ctx->common.seed, &nkept))) {
+		status = tk_fail(ctx, rc, NULL);
+		goto out;
+	}
 
 	tell_source(ctx, &ts, &src, from_stdin, feat_kind_name(feat), by_rows, nhold);
-	if (!ctx->common.quiet && nkept)
+	if (!ctx->common.quiet && nkept && o.select)
+		fprintf(stderr, "%s: training on %d of the target's records (--select %s)\n", ctx->prog,
+		        nkept, o.select);
+	else if (!ctx->common.quiet && nkept)
 		fprintf(stderr, "%s: training on %d of the target's records (--target-fraction %g)\n",
 		        ctx->prog, nkept, o.target_fraction);
 	cm_params p;
@@ -467,6 +526,10 @@ int cmd_train(int argc, char **argv, tk_ctx *ctx)
 			metrics_row(tb, fmt, "holdout", &f.mhold);
 		if (f.hold.n > 0 && nets.n > 1 &&
 		    (status = network_rows(ctx, tb, fmt, &ts, &f.hold, &nets))) {
+			table_free(tb);
+			goto out;
+		}
+		if (f.hold.n > 0 && o.per_op && (status = op_rows(ctx, tb, fmt, &ts, &f.hold))) {
 			table_free(tb);
 			goto out;
 		}

@@ -141,6 +141,40 @@ test_expect_success 'several held-out networks: a row of each alone, weighted by
 	test_rows nout1 2
 '
 
+test_expect_success '--per-op: a holdout row per operator, weighted as the holdout' '
+	B=batch_matmul:b=2,m=8,n=8,k=8 &&
+	tunekit measure -q --db ops.db --task $T1 --task $T2 --task $B --sample 8 --repeat 1 >/dev/null &&
+	tunekit extract-features -q --db ops.db --kind knob &&
+	tunekit train -q --db ops.db --feature knob --holdout-task $T1 --holdout-task $B --per-op \
+		--out o.model >oout &&
+	test_rows oout 4 &&
+	test "$(tsv_col oout set 4)" = holdout-op:dense && test "$(tsv_col oout tasks 4)" -eq 1 &&
+	test "$(tsv_col oout set 5)" = holdout-op:batch_matmul &&
+	test "$(tsv_col oout tasks 5)" -eq 1 && test "$(tsv_col oout rows 5)" -eq 8 &&
+	# the holdout is the two operators at weight 1 each
+	awk -v h="$(tsv_col oout top1 3)" -v a="$(tsv_col oout top1 4)" -v b="$(tsv_col oout top1 5)" \
+		"BEGIN { d = (a + b) / 2 - h; exit !(d < 0.0002 && d > -0.0002) }" &&
+	tunekit train -q --db ops.db --feature knob --holdout-task $T1 --holdout-task $B \
+		--out o.model >oout2 &&
+	test_rows oout2 2
+'
+
+test_expect_success '--select active:F trains on that share, the same for a seed; bad specs are exit 2' '
+	tunekit train --feature knob --holdout-task $T3 --select active:0.25 --seed 3 \
+		--out s.model --predictions s1.tsv >sout 2>err &&
+	grep -q "training on 6 of the target.s records (--select active:0.25)" err &&
+	test "$(tsv_col sout rows 2)" -eq 6 && test "$(tsv_col sout rows 3)" -eq 12 &&
+	tunekit train -q --feature knob --holdout-task $T3 --select active:0.25 --seed 3 \
+		--out s.model --predictions s2.tsv >/dev/null &&
+	cut -f1,3 s1.tsv >a && cut -f1,3 s2.tsv >b && test_cmp a b &&
+	test_expect_code 2 tunekit train --feature knob --select active:0 --out s.model 2>err &&
+	grep -q "active:F" err &&
+	test_expect_code 2 tunekit train --feature knob --select random:0.5 --out s.model &&
+	test_expect_code 2 tunekit train --feature knob --select active:0.5 --target-fraction 0.5 \
+		--out s.model 2>err &&
+	grep -q "one of --select and --target-fraction" err
+'
+
 test_expect_success '--valid-task stops early on a task, then trains on it with the rounds it chose' '
 	tunekit train --feature knob --holdout-task $T3 --valid-task $T2 --out v.model \
 		--predictions v.tsv >vout 2>err &&

@@ -148,6 +148,19 @@ int tr_split(tr_set *ts, const tr_split_opts *o, char *hold, int *nhold, int *by
  * receives the target rows kept. */
 void tr_subsample(const tr_set *ts, char *sel, double frac, uint64_t seed, int *nkept);
 
+/* Active selection (train/select.c): keep a share frac (0 < frac <= 1) of
+ * the target's training and validation rows (sel TR_TRAIN or TR_VALID,
+ * head 0), chosen as TCL's RDU sampler chooses programs to measure: per
+ * task round(frac x its rows), at least one, by representativeness,
+ * diversity and the disagreement of bagged regressors fit on the rows
+ * chosen first, never looking at the labels of rows not chosen; the
+ * others get TR_OUT. Deterministic for a seed. *nkept receives the rows
+ * kept. TK_ENOMEM, or the regressors' error; on error sel is unchanged. */
+int tr_select_active(const tr_set *ts, char *sel, double frac, uint64_t seed, int *nkept);
+/* The share F of a --select spec "active:F" into *frac; TK_EINVAL with a
+ * message for any other spec or F outside (0, 1]. */
+int tr_select_parse(const char *spec, double *frac);
+
 /* ---- parts, fit and metrics ------------------------------------------------ */
 
 /* The rows i with sel[i] == want, features padded to d; groups by task. */

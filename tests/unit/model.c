@@ -1118,6 +1118,73 @@ TEST(cost_xgb_warm_start)
 
 /* ---- the training pipeline -------------------------------------------------- */
 
+/* Active selection: each task's share, at most one of a crowd of copies
+ * (a uniform draw of 10 of task 0's 100 rows takes about 9 of its 90
+ * copies), at least one (the crowd is the most representative), the
+ * holdout untouched, the same choice for the same seed. */
+TEST(train_select_active)
+{
+	enum { N0 = 100, N1 = 20, N2 = 10, N = N0 + N1 + N2 };
+	tr_set ts;
+	memset(&ts, 0, sizeof ts);
+	ts.n = ts.cap = N;
+	ts.ntask = ts.tcap = 3;
+	ts.task = calloc(N, sizeof *ts.task);
+	ts.lat = calloc(N, sizeof *ts.lat);
+	ts.thr = calloc(N, sizeof *ts.thr);
+	ts.nx = calloc(N, sizeof *ts.nx);
+	ts.xoff = calloc(N, sizeof *ts.xoff);
+	ts.xbuf = calloc(2 * N, sizeof *ts.xbuf);
+	ts.tasks = calloc(3, sizeof *ts.tasks);
+	for (int i = 0; i < N; i++) {
+		int t = i < N0 ? 0 : i < N0 + N1 ? 1 : 2, j = i - (t == 0 ? 0 : t == 1 ? N0 : N0 + N1);
+		ts.task[i] = t;
+		ts.nx[i] = 2;
+		ts.xoff[i] = (size_t)(2 * i);
+		/* task 0: 90 copies of (0, 0), then 10 apart; task 1 and 2: a curve */
+		ts.xbuf[2 * i] = t == 0 ? (j < 90 ? 0 : (float)(10 * (j - 89))) : (float)j;
+		ts.xbuf[2 * i + 1] = t == 0 ? (j < 90 ? 0 : 5) : (float)(j * j);
+		ts.lat[i] = 1 + (i * 37 % 11);
+		ts.thr[i] = (float)(1 / ts.lat[i]);
+	}
+	for (int t = 0; t < 3; t++) {
+		ts.tasks[t].key = strdup(t == 0 ? "dense:m=1" : t == 1 ? "dense:m=2" : "dense:m=3");
+		ts.tasks[t].first = t == 0 ? 0 : t == 1 ? N0 : N0 + N1;
+		ts.tasks[t].n = t == 0 ? N0 : t == 1 ? N1 : N2;
+		ts.tasks[t].d = 2;
+	}
+	char sel[N], sel2[N];
+	for (int i = 0; i < N; i++)
+		sel[i] = i < N0 + N1 ? TR_TRAIN : TR_HOLD;
+	memcpy(sel2, sel, sizeof sel);
+	int nkept = 0, crowd = 0, spread = 0, t1 = 0;
+	CHECK_EQ_INT(tr_select_active(&ts, sel, 0.1, 5, &nkept), TK_OK);
+	CHECK_EQ_INT(nkept, 12);
+	for (int i = 0; i < N; i++) {
+		crowd += i < 90 && sel[i] == TR_TRAIN;
+		spread += i >= 90 && i < N0 && sel[i] == TR_TRAIN;
+		t1 += i >= N0 && i < N0 + N1 && sel[i] == TR_TRAIN;
+		CHECK(sel[i] == TR_TRAIN || sel[i] == (i < N0 + N1 ? TR_OUT : TR_HOLD));
+		CHECK(i < N0 + N1 || sel[i] == TR_HOLD);
+	}
+	CHECK_EQ_INT(crowd, 1);
+	CHECK_EQ_INT(spread, 9);
+	CHECK_EQ_INT(t1, 2);
+	CHECK_EQ_INT(tr_select_active(&ts, sel2, 0.1, 5, &nkept), TK_OK);
+	CHECK(!memcmp(sel, sel2, sizeof sel));
+
+	double f = 0;
+	CHECK_EQ_INT(tr_select_parse("active:0.1", &f), TK_OK);
+	CHECK_NEAR(f, 0.1, 1e-12);
+	CHECK_EQ_INT(tr_select_parse("active:1", &f), TK_OK);
+	CHECK_EQ_INT(tr_select_parse("active:0", &f), TK_EINVAL);
+	CHECK_EQ_INT(tr_select_parse("active:1.5", &f), TK_EINVAL);
+	CHECK_EQ_INT(tr_select_parse("active:0.1x", &f), TK_EINVAL);
+	CHECK_EQ_INT(tr_select_parse("random:0.1", &f), TK_EINVAL);
+	CHECK(strstr(tk_errmsg(), "random:0.1") != NULL);
+	tr_set_free(&ts);
+}
+
 /* Labels per task, the seeded split by task, parts grouped by task. */
 TEST(train_labels_split_parts)
 {
@@ -1385,7 +1452,7 @@ TEST(builtin_models_decode_and_nearest)
 
 UNIT_MAIN(cost_table_names_and_flags, cost_default_features, cost_rfei_fit_dist_and_reload, cost_xgb_update_and_margin,
           cost_xgb_warm_start,
-          train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
+          train_select_active, train_labels_split_parts, xgb_rank_learns_and_reloads, xgb_base_margin, xgb_reg_learns_and_reloads, xgb_rounds_and_early_stop,
           xgb_groups_rank_within_task, xgb_rejects_bad_data, metrics_hand_computed,
           metrics_ties_and_edges, ndcg_hand_computed, modelfile_round_trip, modelfile_corruption, modelfile_load_error_message,
           store_training_rows_and_models, store_training_rows_one_per_config,
