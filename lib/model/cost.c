@@ -217,7 +217,8 @@ int cm_describe(cm_model *m, mf_meta *meta)
 	return rc;
 }
 
-/* The model of a model file's decoded meta and payload. */
+/* The model of a model file's decoded meta and payload (freed here);
+ * path names it in messages. */
 static int cm_of(const char *path, mf_meta *meta, void *payload, size_t len, cm_model **out)
 {
 	const cm_kind *k;
