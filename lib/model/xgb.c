@@ -378,6 +378,130 @@ int xgb_save(xgb_model *m, void **buf, size_t *len)
 	return TK_OK;
 }
 
+/* ---- the payload's structure ------------------------------------------------
+ *
+ * libxgboost's UBJSON reader trusts the lengths and counts it reads: a
+ * typed array whose count runs past the buffer makes it read past it
+ * (SIGSEGV; tests/fuzz/found). A model file's checksum stops damage, not a
+ * crafted payload, so xgb_load first walks the payload as UBJSON and
+ * refuses any length, count or nesting that does not fit. */
+
+#define UBJ_DEPTH 64
+
+typedef struct ubj {
+	const unsigned char *b;
+	size_t n, at;
+} ubj;
+
+/* Bytes of a fixed-size value of marker m; 0 for a marker without one. */
+static size_t ubj_size(int m)
+{
+	switch (m) {
+	case 'i': case 'U': case 'C': return 1;
+	case 'I': return 2;
+	case 'l': case 'd': return 4;
+	case 'L': case 'D': return 8;
+	}
+	return 0;
+}
+
+/* An integer (its marker, then big-endian bytes) into *v; 0 if malformed. */
+static int ubj_int(ubj *u, int64_t *v)
+{
+	if (u->at >= u->n)
+		return 0;
+	int m = u->b[u->at++];
+	size_t k = m == 'd' || m == 'D' || m == 'C' ? 0 : ubj_size(m);
+	if (k == 0 || k > u->n - u->at)
+		return 0;
+	uint64_t x = m == 'i' ? (uint64_t)(int64_t)(int8_t)u->b[u->at] : 0;
+	if (m != 'i')
+		for (size_t i = 0; i < k; i++)
+			x = x << 8 | u->b[u->at + i];
+	if (m == 'I')
+		x = (uint64_t)(int64_t)(int16_t)x;
+	else if (m == 'l')
+		x = (uint64_t)(int64_t)(int32_t)x;
+	u->at += k;
+	*v = (int64_t)x;
+	return 1;
+}
+
+/* One value of marker m (0: read it first); 0 if it does not fit. */
+static int ubj_value(ubj *u, int m, int depth)
+{
+	int64_t len;
+	if (!m) {
+		if (u->at >= u->n)
+			return 0;
+		m = u->b[u->at++];
+	}
+	if (m == 'Z' || m == 'N' || m == 'T' || m == 'F')
+		return 1;
+	if (ubj_size(m)) {
+		if (ubj_size(m) > u->n - u->at)
+			return 0;
+		u->at += ubj_size(m);
+		return 1;
+	}
+	if (m == 'S' || m == 'H') {
+		if (!ubj_int(u, &len) || len < 0 || (uint64_t)len > u->n - u->at)
+			return 0;
+		u->at += (size_t)len;
+		return 1;
+	}
+	if ((m != '[' && m != '{') || depth >= UBJ_DEPTH)
+		return 0;
+	int type = 0, obj = m == '{';
+	int64_t count = -1;
+	if (u->at < u->n && u->b[u->at] == '$') {
+		if (u->n - u->at < 2)
+			return 0;
+		type = u->b[u->at + 1];
+		u->at += 2;
+		if (u->at >= u->n || u->b[u->at] != '#')
+			return 0; /* a type comes with a count */
+	}
+	if (u->at < u->n && u->b[u->at] == '#') {
+		u->at++;
+		if (!ubj_int(u, &count) || count < 0)
+			return 0;
+		if (type && ubj_size(type)) {
+			/* a typed run: count x the type's size, all of it inside */
+			if ((uint64_t)count > (u->n - u->at) / ubj_size(type))
+				return 0;
+			if (!obj) {
+				u->at += (size_t)count * ubj_size(type);
+				return 1;
+			}
+		}
+	}
+	for (int64_t i = 0; count < 0 || i < count; i++) {
+		if (count < 0) {
+			if (u->at >= u->n)
+				return 0;
+			if (u->b[u->at] == (obj ? '}' : ']')) {
+				u->at++;
+				return 1;
+			}
+		}
+		if (obj && (!ubj_int(u, &len) || len < 0 || (uint64_t)len > u->n - u->at))
+			return 0;
+		if (obj)
+			u->at += (size_t)len;
+		if (!ubj_value(u, type, depth + 1))
+			return 0;
+	}
+	return 1;
+}
+
+/* 1 if buf[0..len) is one UBJSON value whose every length fits. */
+static int ubj_fits(const void *buf, size_t len)
+{
+	ubj u = { buf, len, 0 };
+	return ubj_value(&u, 0, 0) && u.at == len;
+}
+
 int xgb_load(const void *buf, size_t len, xgb_model **out)
 {
 	BoosterHandle h;
@@ -387,6 +511,8 @@ int xgb_load(const void *buf, size_t len, xgb_model **out)
 	assert(buf && out);
 	*out = NULL;
 	xgb_quiet();
+	if (!ubj_fits(buf, len))
+		return tk_seterr(TK_ECORRUPT, "xgboost: not a model (a length or count runs past its end)");
 	if (XGBoosterCreate(NULL, 0, &h))
 		return xgb_err(TK_EIO, "cannot create a booster");
 	if (XGBoosterLoadModelFromBuffer(h, buf, (bst_ulong)len)) {
