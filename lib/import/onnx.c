@@ -2514,9 +2514,12 @@ static int op_pad(ox *o, int ni, node *nd)
 		int ax = i;
 		if (nax && (rc = axis_norm(o, nd, axv[i], x->ndim, &ax)))
 			return rc;
-		d[ax] += pads[i] + pads[na + i];
+		/* in range before the sum: a pad of 2^63 - 1 overflowed it */
 		if (pads[i] < -DIM_MAX || pads[i] > DIM_MAX || pads[na + i] < -DIM_MAX ||
-		    pads[na + i] > DIM_MAX || d[ax] < 0)
+		    pads[na + i] > DIM_MAX)
+			return fail(o, nd, "pads out of range");
+		d[ax] += pads[i] + pads[na + i];
+		if (d[ax] < 0)
 			return fail(o, nd, "pads out of range");
 	}
 	return set_out(o, nd, 0, x->dtype, x->ndim, d, NULL);
