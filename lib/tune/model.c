@@ -128,12 +128,10 @@ int model_width(const tn_task *t, int *d)
 	return model_width_of(t, 0, d);
 }
 
-/* One row of d floats: c's features of kind feat, zeros after them. */
-static int extract(const tn_task *t, int feat, const sp_config *c, float *row, int d)
+/* One row of d floats: c's own features of kind feat, the first own of
+ * them, zeros after. */
+static int extract(const tn_task *t, int feat, const sp_config *c, float *row, int own, int d)
 {
-	int own = d, rc;
-	if (t->width > 0 && (rc = feat_length(feat, t->space, &own)))
-		return rc;
 	if (own < d)
 		memset(row + own, 0, sizeof *row * (size_t)(d - own));
 	return feat_extract(feat, t->space, c, row, NULL);
@@ -158,14 +156,17 @@ int model_features_of(tn_ctx *C, tn_task *t, int scratch, const sp_config *c, in
 		if ((rc = fcache_init(fc, fc->d)))
 			return rc;
 	}
-	int d = fc->d;
+	int d = fc->d, own = d;
 	*dp = d;
+	/* rows wider than the kind's (t->width) end in zeros */
+	if (t->width > 0 && (rc = feat_length(feat, t->space, &own)))
+		return rc;
 	for (int i = 0; i < n; i++) {
 		uint64_t idx = sp_index(t->space, &c[i]);
 		int64_t s = fslot(fc, idx);
 		if (!fc->key[s] && fcache_full(fc, 1)) {
 			/* a call larger than the cache: the rest goes uncached */
-			if ((rc = extract(t, feat, &c[i], &out[(size_t)i * (size_t)d], d)))
+			if ((rc = extract(t, feat, &c[i], &out[(size_t)i * (size_t)d], own, d)))
 				return rc;
 			continue;
 		}
@@ -175,7 +176,7 @@ int model_features_of(tn_ctx *C, tn_task *t, int scratch, const sp_config *c, in
 					return rc;
 				s = fslot(fc, idx);
 			}
-			if ((rc = extract(t, feat, &c[i], &fc->val[s * d], d)))
+			if ((rc = extract(t, feat, &c[i], &fc->val[s * d], own, d)))
 				return rc;
 			fc->key[s] = idx + 1;
 			fc->n++;
