@@ -19,12 +19,16 @@
  *                               one computation; READ is NAME[IDX, ...] over
  *                               the stage's axes; the last stage is the output
  *   vector AXIS                 the last stage's spatial axis AXIS is always
- *                               vectorised, whole (a blocked layout's block)
+ *                               vectorised, whole (a blocked layout's block);
+ *                               an AXIS of extent 1 (a block of 1) leaves the
+ *                               choice to the template
  *   divides A B                 parameter A must divide parameter B
  *   flops EXPR                  nominal FLOPs if not the sum over stages
  *
  * EXPR: integers, names, + - * / % (floor), parentheses, and in indices
  * ediv(a, b): exact division (the read is 0 when b does not divide a).
+ * A stage of one read and no reduction does no FLOPs (flops 0: a reorder is
+ * measured by its latency alone).
  * Layouts are NCHW / NCW; dense and batch_matmul are C = A * B with B laid
  * out [k, n].
  *
@@ -149,6 +153,13 @@ const te_opdecl te_ops[] = {
 	  "input W[c/cb, r, s, cb]\n"
 	  "stage O[b:n, fo:c/cb, y:oh, x:ow, fi:cb] += I[b, fo, y*stride + ry - pad, x*stride + rx - pad, fi]"
 	  " * W[fo, ry, rx, fi] over ry:r rx:s\n"
+	  "vector fi\n" },
+	{ "layout_transform", "reorder between channel blocks: I[n,c/ib,h,w,ib] -> O[n,c/ob,h,w,ob] (block 1 = NCHW)",
+	  "params n=1 c h w ib=1 ob=16\n"
+	  "divides ib c\n"
+	  "divides ob c\n"
+	  "input I[n, c/ib, h, w, ib]\n"
+	  "stage O[b:n, fo:c/ob, y:h, x:w, fi:ob] = I[b, (fo*ob + fi)/ib, y, x, (fo*ob + fi)%ib]\n"
 	  "vector fi\n" },
 };
 
