@@ -190,6 +190,22 @@ int format_parse(const char *s);
  * one a table on a terminal, else TSV. */
 int out_format(const tk_ctx *ctx, const char *s);
 
+/* ---- networks ------------------------------------------------------------ */
+
+/* --layout of a network (tune, report, export, import onnx): the model's
+ * NCHW, the blocked variant (import/onnx.h), or auto: both, the one of
+ * the smaller estimate chosen from the records. */
+enum { LAYOUT_NCHW, LAYOUT_BLOCKED, LAYOUT_AUTO };
+
+struct tk_network;
+/* The variants of network `name` that --layout `layout` (NULL: nchw)
+ * names into nets[0] (and nets[1], the blocked one, for auto), *nnet of
+ * them, and the layout into *which. Returns 0, or prints one line and
+ * returns the exit status: an unknown layout, a layout without the graph
+ * (a network that is no .onnx model), and the errors of loading it. */
+int net_load_layout(tk_ctx *ctx, const char *name, const char *layout, int *which,
+                    struct tk_network **nets, int *nnet);
+
 /* While a command computes what it writes only at its end (train,
  * transfer), SIGINT and SIGTERM end the process at once: sig_default
  * saves the handlers and sets the defaults, sig_restore puts them back. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "import/onnx.h"
 #include "measure/measure.h"
 #include "record/record.h"
 
@@ -389,6 +390,32 @@ void sig_restore(const sig_saved *s)
 {
 	sigaction(SIGINT, &s->old_int, NULL);
 	sigaction(SIGTERM, &s->old_term, NULL);
+}
+
+int net_load_layout(tk_ctx *ctx, const char *name, const char *layout, int *which,
+                    tk_network **nets, int *nnet)
+{
+	static const char *const names[] = { "nchw", "blocked", "auto" };
+	int rc;
+	*which = -1;
+	*nnet = 0;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(layout ? layout : "nchw", names[i]))
+			*which = i;
+	if (*which < 0)
+		return tk_fail(ctx, TK_EINVAL, "--layout '%s': expected nchw, blocked or auto", layout);
+	if (*which != LAYOUT_BLOCKED && (rc = onnx_net_load(name, &nets[(*nnet)++])))
+		goto fail;
+	if (*which != LAYOUT_NCHW &&
+	    (rc = onnx_net_load_layout(name, ONNX_LAYOUT_BLOCKED, &nets[(*nnet)++])))
+		goto fail;
+	return EXIT_OK;
+fail:
+	for (int i = 0; i < *nnet; i++)
+		if (nets[i])
+			net_free(nets[i]);
+	*nnet = 0;
+	return tk_fail(ctx, rc, NULL);
 }
 
 int format_parse(const char *s)

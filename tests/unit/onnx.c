@@ -7,6 +7,8 @@
  * output_0.pb. Node tests of features tunekit cannot express are listed
  * as refusals. Shape inference alone against every node test the reader
  * follows. Without the package the node tests are skipped, saying so.
+ * The blocked layout's variant of models of data/models: its convolutions
+ * those of the hand-written data/networks/NAME-nchwc.tsv, and its reorders.
  *
  * Shape key: M N K of a matrix product (A[M,K] * B[K,N]).
  */
@@ -495,4 +497,76 @@ TEST(read_memory)
 	}
 }
 
-UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory)
+
+/* ---- the blocked layout ------------------------------------------------ */
+
+/* Weight of task in net, 0 if absent. */
+static double weight_of(const tk_network *net, const char *task)
+{
+	for (int i = 0; i < net->n; i++)
+		if (!strcmp(net->task[i].task, task))
+			return net->task[i].weight;
+	return 0;
+}
+
+/* The blocked variant of data/models/NAME.onnx: every task but the
+ * reorders is the hand-written nchwc network's (when given), and the
+ * reorders are exactly reorders[0, nre) (task, weight). */
+static void check_blocked(const char *name, const char *nchwc, const char *const *reorders,
+                          const double *weights, int nre)
+{
+	char path[256];
+	tk_network *net = NULL, *want = NULL;
+	snprintf(path, sizeof path, "data/models/%s.onnx", name);
+	int rc = onnx_net_load_layout(path, ONNX_LAYOUT_BLOCKED, &net);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", path, tk_errmsg());
+	CHECK_EQ_INT(rc, TK_OK);
+	if (!net)
+		return;
+	int nlt = 0;
+	for (int i = 0; i < net->n; i++)
+		nlt += !strncmp(net->task[i].task, "layout_transform:", 17);
+	CHECK_EQ_INT(nlt, nre);
+	for (int i = 0; i < nre; i++) {
+		if (weight_of(net, reorders[i]) != weights[i])
+			fprintf(stderr, "%s: %s has weight %g\n", name, reorders[i],
+			        weight_of(net, reorders[i]));
+		CHECK_NEAR(weight_of(net, reorders[i]), weights[i], 0);
+	}
+	if (nchwc) {
+		CHECK_EQ_INT(net_load(nchwc, &want), TK_OK);
+		CHECK_EQ_INT(net->n - nlt, want ? want->n : -1);
+		for (int i = 0; want && i < want->n; i++)
+			CHECK_NEAR(weight_of(net, want->task[i].task), want->task[i].weight, 0);
+		if (want)
+			net_free(want);
+	}
+	net_free(net);
+}
+
+TEST(layout_blocked)
+{
+	/* block(3) is 3 (all channels below 16): NCHW -> NCHW3c at the input;
+	 * the global pool leaves 1x1, so the classifier reads it as it is */
+	check_blocked("resnet-18", "resnet-18-nchwc",
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
+	              (double[]){ 1 }, 1);
+	/* depthwise convolutions; the residual Adds keep the block */
+	check_blocked("mobilenet-v2", "mobilenet-v2-nchwc",
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
+	              (double[]){ 1 }, 1);
+	/* Flatten of 256x6x6 needs NCHW back */
+	check_blocked("alexnet", NULL,
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224",
+	                                "layout_transform:c=256,h=6,ib=16,n=1,ob=1,w=6" },
+	              (double[]){ 1, 1 }, 2);
+	/* a layout needs the graph */
+	tk_network *net = NULL;
+	CHECK_EQ_INT(onnx_net_load_layout("resnet-18", ONNX_LAYOUT_BLOCKED, &net), TK_EINVAL);
+	CHECK(net == NULL);
+	CHECK(strstr(tk_errmsg(), "a layout needs the graph") != NULL);
+}
+
+UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory,
+          layout_blocked)
