@@ -206,6 +206,14 @@ struct tk_network;
 int net_load_layout(tk_ctx *ctx, const char *name, const char *layout, int *which,
                     struct tk_network **nets, int *nnet);
 
+/* --layout auto's choice on hardware hw between nets[0] (nchw) and
+ * nets[1] (blocked), printed to stderr (unless -q) as one line with both
+ * estimates and the choice, into *chosen (0, 1, or -1 when neither has
+ * every task tuned). Returns 0, or prints the error and returns the exit
+ * status. */
+int layout_choose(tk_ctx *ctx, tk_store *st, int64_t hw, struct tk_network *const *nets,
+                  int *chosen);
+
 /* While a command computes what it writes only at its end (train,
  * transfer), SIGINT and SIGTERM end the process at once: sig_default
  * saves the handlers and sets the defaults, sig_restore puts them back. */

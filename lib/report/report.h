@@ -275,4 +275,22 @@ void rp_xml_escape(tk_sb *sb, const char *text);
  * aTick[0..*n) (at most max) within [lo, hi] and returns the step. */
 double rp_ticks(double lo, double hi, int max, double *aTick, int *n);
 
+/* ---- layouts (layout.c) ----------------------------------------------- */
+
+/* A network's estimate on one hardware: the sum of weight x best median
+ * over the ntuned of its ntask tasks that have a valid record there. */
+typedef struct rp_estimate {
+	double latency;
+	int ntuned, ntask;
+} rp_estimate;
+
+/* The estimate of net on hardware hw (> 0) into *out. TK_ENOMEM, or the
+ * store's error. */
+int rp_net_estimate(tk_store *st, int64_t hw, const tk_network *net, rp_estimate *out);
+
+/* Which of the n estimates --layout auto runs: the smallest latency among
+ * those with every task tuned (a partial sum is no estimate); -1 if none
+ * is complete. */
+int rp_layout_choose(const rp_estimate *e, int n);
+
 #endif
