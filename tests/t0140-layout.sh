@@ -87,9 +87,17 @@ test_expect_success 'export --layout blocked writes the reorder kernel too' '
 	ls k/layout_transform_n1_c3_h32_w32_ib1_ob3.c k/conv2d_nchwc_*.c >/dev/null
 '
 
+test_expect_success 'a built-in network with convolutions has its graph compiled in' '
+	tunekit report --db a.db best --network resnet-18 --layout blocked >out 2>err &&
+	grep -q "^network resnet-18: none of its 13 tasks has a valid record$" err &&
+	tunekit report --db a.db best --network resnet-18 --layout auto >out 2>err &&
+	grep -q "nchw - (0 of 12 tasks tuned), blocked - (0 of 13 tasks tuned): neither" err
+'
+
 test_expect_success 'a network without its graph gets no layout: one line, exit 2' '
+	tunekit import onnx "$M" >net.tsv &&
 	for cmd in "tune --trials 4" "report best" "export"; do
-		test_expect_code 2 tunekit $cmd --network resnet-18 --layout blocked >out 2>err &&
+		test_expect_code 2 tunekit $cmd --network net.tsv --layout blocked >out 2>err &&
 		test "$(wc -l <err)" -eq 1 &&
 		grep -q "a layout needs the graph" err || return 1
 	done &&

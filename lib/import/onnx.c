@@ -3214,18 +3214,39 @@ int onnx_net_load(const char *name, tk_network **out)
 	return onnx_net_load_layout(name, ONNX_LAYOUT_NCHW, out);
 }
 
+/* The graphs of the built-in networks with convolutions (data/models,
+ * compiled in by data/models/embed.sh). */
+typedef struct builtin_graph {
+	const char *name;
+	const unsigned char *data;
+	size_t size;
+} builtin_graph;
+extern const builtin_graph tk_builtin_graphs[];
+
 int onnx_net_load_layout(const char *name, int layout, tk_network **out)
 {
 	size_t len = strlen(name);
+	char *tsv;
+	int rc;
 	*out = NULL;
 	int onnx = len > 5 && !strcmp(name + len - 5, ".onnx");
-	if (!onnx && layout != ONNX_LAYOUT_NCHW)
-		return tk_seterr(TK_EINVAL, "%s: a layout needs the graph: give the network as an ONNX model (MODEL.onnx)",
-		                 name);
-	if (!onnx)
+	if (!onnx && layout == ONNX_LAYOUT_NCHW)
 		return net_load(name, out);
-	char *tsv;
-	int rc = onnx_import_layout(name, NULL, 0, layout, &tsv);
+	if (!onnx) {
+		const builtin_graph *g = tk_builtin_graphs;
+		while (g->name && strcmp(g->name, name))
+			g++;
+		if (!g->name)
+			return tk_seterr(TK_EINVAL, "%s: a layout needs the graph: give the network as an"
+			                 " ONNX model (MODEL.onnx; built in for the networks with"
+			                 " convolutions)", name);
+		if ((rc = onnx_read_layout(g->data, g->size, name, NULL, 0, layout, &tsv)))
+			return rc;
+		rc = net_parse(name, name, tsv, out);
+		free(tsv);
+		return rc;
+	}
+	rc = onnx_import_layout(name, NULL, 0, layout, &tsv);
 	if (rc)
 		return rc;
 	const char *slash = strrchr(name, '/');

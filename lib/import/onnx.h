@@ -96,8 +96,9 @@ int onnx_import_layout(const char *path, const onnx_input *in, int nin, int layo
 int onnx_net_load(const char *name, tk_network **out);
 
 /* onnx_net_load() of the variant in layout (ONNX_LAYOUT_*). Any layout but
- * NCHW needs the graph: TK_EINVAL "NAME: a layout needs the graph: ..."
- * for a name that is no .onnx path. */
+ * NCHW needs the graph: a built-in network with convolutions has its model
+ * of data/models compiled in; any other name that is no .onnx path is
+ * TK_EINVAL "NAME: a layout needs the graph: ...". */
 int onnx_net_load_layout(const char *name, int layout, tk_network **out);
 
 /* A convolution as the importer writes it as a task. nsp spatial axes

@@ -561,11 +561,25 @@ TEST(layout_blocked)
 	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224",
 	                                "layout_transform:c=256,h=6,ib=16,n=1,ob=1,w=6" },
 	              (double[]){ 1, 1 }, 2);
-	/* a layout needs the graph */
-	tk_network *net = NULL;
-	CHECK_EQ_INT(onnx_net_load_layout("resnet-18", ONNX_LAYOUT_BLOCKED, &net), TK_EINVAL);
+	/* a built-in network finds its compiled-in graph: the variant of the
+	 * file; one without a graph (no convolutions, a TSV) is refused */
+	tk_network *net = NULL, *file = NULL;
+	CHECK_EQ_INT(onnx_net_load_layout("resnet-18", ONNX_LAYOUT_BLOCKED, &net), TK_OK);
+	CHECK_EQ_INT(onnx_net_load_layout("data/models/resnet-18.onnx", ONNX_LAYOUT_BLOCKED, &file),
+	             TK_OK);
+	CHECK(net && file && net->n == file->n);
+	for (int i = 0; net && file && i < net->n && i < file->n; i++)
+		CHECK_EQ_STR(net->task[i].task, file->task[i].task);
+	if (net)
+		net_free(net);
+	if (file)
+		net_free(file);
+	net = NULL;
+	CHECK_EQ_INT(onnx_net_load_layout("bert-tiny", ONNX_LAYOUT_BLOCKED, &net), TK_EINVAL);
 	CHECK(net == NULL);
 	CHECK(strstr(tk_errmsg(), "a layout needs the graph") != NULL);
+	CHECK_EQ_INT(onnx_net_load_layout("data/networks/resnet-18-nchwc.tsv", ONNX_LAYOUT_BLOCKED,
+	                                  &net), TK_EINVAL);
 }
 
 UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory,
