@@ -325,37 +325,24 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		if (o.network && (rc = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))
 			return rc;
 		/* auto: the union of both variants' tasks, each at its larger weight */
-		ntask = o.task.n;
-		for (int v = 0; v < nnet; v++)
-			ntask += nets[v]->n;
-		task = calloc((size_t)ntask + 1, sizeof *task);
-		weight = calloc((size_t)ntask + 1, sizeof *weight);
-		ntask = 0;
-		if (!task || !weight) {
-			status = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		tk_network *net = NULL;
+		if (nnet && (rc = net_union((const tk_network *const *)nets, nnet, &net))) {
+			status = tk_fail(ctx, rc, NULL);
 			goto out;
 		}
-		for (int i = 0; i < o.task.n; i++) {
-			task[ntask] = strdup(o.task.v[i]);
-			weight[ntask++] = 1;
-		}
-		for (int v = 0; v < nnet; v++)
-			for (int i = 0; i < nets[v]->n; i++) {
-				int j = o.task.n;
-				while (j < ntask && strcmp(task[j], nets[v]->task[i].task))
-					j++;
-				if (j == ntask) {
-					task[ntask] = strdup(nets[v]->task[i].task);
-					weight[ntask++] = nets[v]->task[i].weight;
-				} else if (nets[v]->task[i].weight > weight[j]) {
-					weight[j] = nets[v]->task[i].weight;
-				}
-			}
-		for (int i = 0; i < ntask; i++)
+		ntask = o.task.n + (net ? net->n : 0);
+		if (ntask == 0)
+			status = tk_fail(ctx, TK_EINVAL, "nothing to tune: give --task or --network");
+		else if (!(task = calloc((size_t)ntask, sizeof *task)) ||
+		         !(weight = calloc((size_t)ntask, sizeof *weight)))
+			status = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		for (int i = 0; !status && i < ntask; i++) {
+			task[i] = strdup(i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task);
+			weight[i] = i < o.task.n ? 1 : net->task[i - o.task.n].weight;
 			if (!task[i])
 				status = tk_fail(ctx, TK_ENOMEM, "out of memory");
-		if (!status && ntask == 0)
-			status = tk_fail(ctx, TK_EINVAL, "nothing to tune: give --task or --network");
+		}
+		net_free(net);
 		if (status)
 			goto out;
 	}
@@ -421,7 +408,7 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 out:
 	for (int v = 0; v < nnet; v++)
 		net_free(nets[v]);
-	for (int i = 0; i < ntask; i++)
+	for (int i = 0; task && i < ntask; i++)
 		free(task[i]);
 	free(task);
 	free(weight);

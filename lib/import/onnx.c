@@ -11,6 +11,12 @@
  * or a Constant's value) is read for its name, type and dimensions, and for
  * its values only when it has at most ONNX_MAXVAL elements: weights are
  * never copied. Every allocation comes from one arena, freed at the end.
+ *
+ * The blocked layout's variant (onnx_read_layout) is a second walk over
+ * the inferred graph in the order of inference, after shapes are known:
+ * each tensor carries its block, each node's task is counted again (a
+ * Conv's as its blocked operator), and reorders are counted where a
+ * consumer needs another block than its input holds.
  */
 #include "onnx.h"
 

@@ -582,5 +582,32 @@ TEST(layout_blocked)
 	                                  &net), TK_EINVAL);
 }
 
+/* --layout auto tunes the union of the variants: each task once, at its
+ * larger weight, in the order met. */
+TEST(layout_union)
+{
+	tk_network *a = NULL, *b = NULL, *u = NULL;
+	CHECK_EQ_INT(net_parse("a", "a", "weight\ttask\n2\tdense:m=1,n=2,k=3\n1\tdense:m=4,n=4,k=4\n",
+	                       &a), TK_OK);
+	CHECK_EQ_INT(net_parse("b", "b", "weight\ttask\n1\tdense:m=1,n=2,k=3\n3\tdense:m=4,n=4,k=4\n"
+	                       "1\tlayout_transform:c=16,h=2,w=2\n", &b), TK_OK);
+	if (!a || !b)
+		return;
+	const tk_network *v[] = { a, b };
+	CHECK_EQ_INT(net_union(v, 2, &u), TK_OK);
+	CHECK(u && u->n == 3);
+	if (u && u->n == 3) {
+		CHECK_EQ_STR(u->name, "a");
+		CHECK_EQ_STR(u->task[0].task, "dense:k=3,m=1,n=2");
+		CHECK_NEAR(u->task[0].weight, 2, 0);
+		CHECK_NEAR(u->task[1].weight, 3, 0);
+		CHECK_EQ_STR(u->task[2].task, "layout_transform:c=16,h=2,ib=1,n=1,ob=16,w=2");
+		CHECK_NEAR(u->task[2].weight, 1, 0);
+	}
+	net_free(u);
+	net_free(a);
+	net_free(b);
+}
+
 UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory,
-          layout_blocked)
+          layout_blocked, layout_union)
