@@ -2889,7 +2889,8 @@ static int op_in(const char *op, const char *const *list)
 	return 0;
 }
 
-/* Operators that keep the layout of input 0 (the others are weights). */
+/* Operators that keep the layout of input 0 (the others are weights); so
+ * does a Pad of the spatial axes alone. */
 static const char *const keep_unary[] = {
 	"Abs", "AveragePool", "BatchNormalization", "Ceil", "Celu", "Clip", "Dropout", "Elu", "Erf",
 	"Exp", "Floor", "Gelu", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "HardSigmoid",
@@ -2951,7 +2952,9 @@ static int layout_node(ox *o, int ni)
 		}
 	}
 	int64_t b = 0;
-	if (act(x) && act(y) && x->block > 1 && op_in(op, keep_unary)) {
+	if (act(x) && act(y) && x->block > 1 &&
+	    (op_in(op, keep_unary) || (!strcmp(op, "Pad") && x->dim[0] == y->dim[0] &&
+	                               x->dim[1] == y->dim[1]))) {
 		b = x->block;
 	} else if (act(y) && op_in(op, keep_nary)) {
 		for (int i = 0; i < nd->nin && !b; i++)

@@ -61,11 +61,11 @@ int onnx_read(const void *buf, size_t size, const char *where, const onnx_input 
  * channels, all of them below 16, else 8, 4, 2 or 1): every Conv that
  * conv2d_nchwc or depthwise_conv2d_nchwc expresses becomes one, blocked
  * activations flow through elementwise operators, activations, pooling,
- * BatchNormalization and channel Concats whose inputs all hold whole
- * blocks, and every reorder the variant needs is a layout_transform task
- * weighted by its occurrences (to a convolution's block; to NCHW for any
- * other consumer and for graph outputs; none where H*W is 1, as blocked and
- * plain memory are then the same). */
+ * spatial Pads, BatchNormalization and channel Concats whose inputs all
+ * hold whole blocks, and every reorder the variant needs is a
+ * layout_transform task weighted by its occurrences (to a convolution's
+ * block; to NCHW for any other consumer and for graph outputs; none where
+ * H*W is 1, as blocked and plain memory are then the same). */
 enum { ONNX_LAYOUT_NCHW, ONNX_LAYOUT_BLOCKED };
 
 /* onnx_read() of the variant in layout (ONNX_LAYOUT_*); the BLOCKED text

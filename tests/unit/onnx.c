@@ -556,6 +556,11 @@ TEST(layout_blocked)
 	check_blocked("mobilenet-v2", "mobilenet-v2-nchwc",
 	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
 	              (double[]){ 1 }, 1);
+	/* the transition layers' Pad keeps the block, and so does each dense
+	 * block's Concat of whole blocks, a plain input among them reordered */
+	check_blocked("densenet-121", NULL,
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
+	              (double[]){ 1 }, 1);
 	/* Flatten of 256x6x6 needs NCHW back */
 	check_blocked("alexnet", NULL,
 	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224",
