@@ -557,7 +557,7 @@ TEST(layout_blocked)
 	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
 	              (double[]){ 1 }, 1);
 	/* the transition layers' Pad keeps the block, and so does each dense
-	 * block's Concat of whole blocks, a plain input among them reordered */
+	 * block's Concat of whole blocks */
 	check_blocked("densenet-121", NULL,
 	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
 	              (double[]){ 1 }, 1);
