@@ -96,7 +96,7 @@ static const opt options[] = {
 	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid, records: a run (repeatable; default: the latest)" },
 	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve, records: only this task; importance: name the features for it" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "best: its tasks and estimated latency; curve, compare: a network (name, file or MODEL.onnx) as one workload" },
-	{ OPT_STRING, "layout", 0, &o.layout, "L", "best --network MODEL.onnx: nchw (default), blocked, or auto (the smaller estimate's)" },
+	{ OPT_STRING, "layout", 0, &o.layout, "L", "best, curve, compare --network: nchw (default) or blocked; best: auto (the smaller estimate's)" },
 	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve, invalid: write an SVG chart to FILE (- for stdout)" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "invalid: trials per batch (default: the run's)" },
 	{ OPT_STRING, "model-file", 0, &o.model_file, "FILE", "importance: the model file (tunekit train)" },
@@ -441,6 +441,22 @@ static void sel_free(curve_sel *s)
 	free(s->run);
 }
 
+/* --network of curve and compare in the layout of --layout: nchw or
+ * blocked, as one workload. Returns 0, or the exit status after an error. */
+static int load_network(tk_ctx *ctx, tk_network **out)
+{
+	tk_network *nets[2];
+	int layout, nnet, status;
+	*out = NULL;
+	if (o.layout && !strcmp(o.layout, "auto"))
+		return tk_fail(ctx, TK_EINVAL, "--layout auto chooses in report best; curve and "
+		               "compare take nchw or blocked");
+	if ((status = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))
+		return status;
+	*out = nets[0];
+	return EXIT_OK;
+}
+
 static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
 {
 	int max = nRun, rc;
@@ -455,8 +471,8 @@ static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	if (o.network) {
 		tk_network *net;
-		if ((rc = onnx_net_load(o.network, &net)))
-			return tk_fail(ctx, rc, NULL);
+		if ((rc = load_network(ctx, &net)))
+			return rc;
 		if (!(sel->agg = calloc((size_t)nRun, sizeof *sel->agg))) {
 			net_free(net);
 			return tk_fail(ctx, TK_ENOMEM, "out of memory");
@@ -729,10 +745,8 @@ static int report_compare(tk_ctx *ctx, int fmt)
 
 	if ((rc = load_runs(ctx, 0, &aRun, &nRun)))
 		goto done;
-	if (o.network && (rc = onnx_net_load(o.network, &net))) {
-		rc = tk_fail(ctx, rc, NULL);
+	if (o.network && (rc = load_network(ctx, &net)))
 		goto done;
-	}
 	if ((rc = rp_compare_build((const rp_run *const *)aRun, nRun, net, &cmp))) {
 		rc = tk_fail(ctx, rc, NULL);
 		goto done;
@@ -1189,7 +1203,7 @@ static int check_options(tk_ctx *ctx, int r)
 		bad = "--run";
 	else if (o.network && r != R_CURVE && r != R_COMPARE && r != R_BEST)
 		bad = "--network";
-	else if (o.layout && (r != R_BEST || !o.network))
+	else if (o.layout && (!o.network || (r != R_BEST && r != R_CURVE && r != R_COMPARE)))
 		bad = "--layout";
 	else if (o.task && r != R_CURVE && r != R_IMPORTANCE && r != R_RECORDS)
 		bad = "--task";

@@ -82,6 +82,13 @@ test_expect_success 'tune --layout auto: both variants, both sums and the choice
 	fi
 '
 
+test_expect_success 'report curve --layout blocked: the blocked network in GFLOPS, a reorder adding none' '
+	tunekit report --db b.db curve --network "$M" --layout blocked >curve &&
+	tail -1 curve | grep -q "	network:tiny-cnn-1.onnx	.*	GFLOPS$" &&
+	test_expect_code 2 tunekit report --db b.db curve --network "$M" --layout auto 2>err &&
+	test "$(wc -l <err)" -eq 1
+'
+
 test_expect_success 'export --layout blocked writes the reorder kernel too' '
 	tunekit export --db b.db --network "$M" --layout blocked --out k >out 2>err &&
 	ls k/layout_transform_n1_c3_h32_w32_ib1_ob3.c k/conv2d_nchwc_*.c >/dev/null

@@ -26,7 +26,9 @@
  *     (a network, or the tasks every compared run covered, weight 1): after
  *     each measurement of the run its latency is the weighted sum of the
  *     tasks' best latencies so far, defined once every task has a valid
- *     measurement; its trials count every measurement of the run.
+ *     measurement; its trials count every measurement of the run; its
+ *     flops are the weighted sum of its tasks' (a reorder, layout_transform,
+ *     adds none), and it is in 1/s if a task's flops are unknown.
  */
 #ifndef TK_REPORT_H
 #define TK_REPORT_H
