@@ -95,8 +95,8 @@ static void on_progress(void *p, const tn_status *s)
 	char extra[200], eta[32], net[40] = "";
 	if (s->net_latency > 0)
 		snprintf(net, sizeof net, " net %s", fmt_seconds(eta, s->net_latency));
-	snprintf(extra, sizeof extra, "%.30s %.2f GFLOPS, %.0f%% invalid%s, ETA %.0fs", s->task,
-	         s->best_gflops, 100 * s->invalid, net, s->eta);
+	snprintf(extra, sizeof extra, "%.30s %.2f %s, %.0f%% invalid%s, ETA %.0fs", s->task,
+	         s->best_gflops, s->per_second ? "1/s" : "GFLOPS", 100 * s->invalid, net, s->eta);
 	progress_draw(u->ctx, "tune", (double)s->done, (double)s->total, extra);
 }
 

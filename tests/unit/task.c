@@ -334,6 +334,16 @@ TEST(test_ref_blocked_equals_plain)
 	              "conv2d_nchwc:c=4,h=5,w=5,k=6,r=1,s=1,cb=4,kb=6", 0);
 	check_blocked("depthwise_conv2d:n=2,c=6,h=6,w=7,stride=2,pad=1",
 	              "depthwise_conv2d_nchwc:n=2,c=6,h=6,w=7,stride=2,pad=1,cb=3", 1);
+	/* the optional parameters real layers need: per-axis stride and
+	 * dilation, per-side pads */
+	check_blocked("conv2d:c=4,h=9,w=8,k=6,r=3,s=2,stride=2,stride_w=1,dilation=2,dilation_w=3,"
+	              "pad=1,pad_l=2,pad_b=0,pad_r=1",
+	              "conv2d_nchwc:c=4,h=9,w=8,k=6,r=3,s=2,stride=2,stride_w=1,dilation=2,"
+	              "dilation_w=3,pad=1,pad_l=2,pad_b=0,pad_r=1,cb=2,kb=3", 0);
+	check_blocked("depthwise_conv2d:c=6,h=8,w=9,r=3,s=3,stride=1,stride_w=2,dilation=2,"
+	              "pad=2,pad_l=0,pad_b=1,pad_r=2",
+	              "depthwise_conv2d_nchwc:c=6,h=8,w=9,r=3,s=3,stride=1,stride_w=2,dilation=2,"
+	              "pad=2,pad_l=0,pad_b=1,pad_r=2,cb=3", 1);
 }
 
 /* layout_transform moves every element from block ib to block ob and
