@@ -2837,8 +2837,10 @@ static int infer(ox *o)
 static int64_t chan_block(int64_t c)
 {
 	assert(c >= 1);
-	if (c % 16 == 0 || c < 16)
-		return c % 16 == 0 ? 16 : c;
+	if (c % 16 == 0)
+		return 16;
+	if (c < 16)
+		return c;
 	int64_t b = 8;
 	while (c % b)
 		b /= 2;
@@ -2870,13 +2872,10 @@ static int reorder(ox *o, int ni, val *v, int64_t to, const char *why)
 	te_prog *prog;
 	if (te_task_parse(task, &prog))
 		return fail(o, &o->nodes[ni], "%s", tk_errmsg());
-	tk_sb sb;
-	tk_sb_init(&sb);
-	tk_sb_printf(&sb, "reorder %s from block %lld to %lld for %s", pname(o, v->name),
-	             (long long)from, (long long)to, why);
-	char *note = sb.oom ? NULL : tk_arena_strdup(&o->a, sb.s);
-	tk_sb_free(&sb);
-	count_task(o, ni, prog->key, note);
+	char note[600];
+	snprintf(note, sizeof note, "reorder %s from block %lld to %lld for %s", pname(o, v->name),
+	         (long long)from, (long long)to, why);
+	count_task(o, ni, prog->key, tk_arena_strdup(&o->a, note));
 	te_prog_free(prog);
 	return TK_OK;
 }
