@@ -74,10 +74,12 @@ HAND_NETWORKS := $(sort $(wildcard data/networks/*.tsv))
 ZOO_NETWORKS := $(filter-out $(HAND_NETWORKS:data/networks/%.tsv=data/models/%.tasks.tsv), \
 	$(sort $(wildcard data/models/*.tasks.tsv)))
 NETWORKS := $(HAND_NETWORKS) $(ZOO_NETWORKS)
+# The ONNX graphs of built-in networks that have convolutions, for --layout.
+GRAPHS := $(patsubst %.tasks.tsv,%.onnx,$(shell grep -l conv data/models/*.tasks.tsv 2>/dev/null))
 # Built-in cost models: data/costmodels/models.tsv and the files it names.
 COSTMODELS := $(shell awk -F'\t' 'NR > 1 { print "data/costmodels/" $$1 }' data/costmodels/models.tsv 2>/dev/null)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/schema_sql.o $(BUILD)/gen/networks.o \
-	$(BUILD)/gen/onnx.pb-c.o $(BUILD)/gen/costmodels.o
+	$(BUILD)/gen/onnx.pb-c.o $(BUILD)/gen/costmodels.o $(BUILD)/gen/graphs.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -122,6 +124,11 @@ $(BUILD)/gen/networks.c: $(NETWORKS) Makefile
 	  echo 'const char *const tk_builtin_network_names[] = {'; \
 	  for f in $(NETWORKS); do printf '"%s",\n' "$$(basename $$f .tsv | sed 's/[.]tasks$$//')"; done; \
 	  echo '0 };'; } > $@
+
+# The graphs of built-in networks with convolutions (data/models/embed.sh).
+$(BUILD)/gen/graphs.c: data/models/embed.sh $(GRAPHS) Makefile
+	@mkdir -p $(dir $@)
+	sh data/models/embed.sh $(GRAPHS) > $@
 
 # The cost models too (data/costmodels/embed.sh).
 $(BUILD)/gen/costmodels.c: data/costmodels/embed.sh data/costmodels/models.tsv $(COSTMODELS)

@@ -190,6 +190,30 @@ int format_parse(const char *s);
  * one a table on a terminal, else TSV. */
 int out_format(const tk_ctx *ctx, const char *s);
 
+/* ---- networks ------------------------------------------------------------ */
+
+/* --layout of a network (tune, report, export, import onnx): the model's
+ * NCHW, the blocked variant (import/onnx.h), or auto: both, the one of
+ * the smaller estimate chosen from the records. */
+enum { LAYOUT_NCHW, LAYOUT_BLOCKED, LAYOUT_AUTO };
+
+struct tk_network;
+/* The variants of network `name` that --layout `layout` (NULL: nchw)
+ * names into nets[0] (and nets[1], the blocked one, for auto), *nnet of
+ * them, and the layout into *which. Returns 0, or prints one line and
+ * returns the exit status: an unknown layout, a layout without the graph
+ * (a network that is no .onnx model), and the errors of loading it. */
+int net_load_layout(tk_ctx *ctx, const char *name, const char *layout, int *which,
+                    struct tk_network **nets, int *nnet);
+
+/* --layout auto's choice on hardware hw between nets[0] (nchw) and
+ * nets[1] (blocked), printed to stderr (unless -q) as one line with both
+ * estimates and the choice, into *chosen (0, 1, or -1 when neither has
+ * every task tuned). Returns 0, or prints the error and returns the exit
+ * status. */
+int layout_choose(tk_ctx *ctx, tk_store *st, int64_t hw, struct tk_network *const *nets,
+                  int *chosen);
+
 /* While a command computes what it writes only at its end (train,
  * transfer), SIGINT and SIGTERM end the process at once: sig_default
  * saves the handlers and sets the defaults, sig_restore puts them back. */

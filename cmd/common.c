@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "import/onnx.h"
 #include "measure/measure.h"
+#include "report/report.h"
 #include "record/record.h"
 
 volatile sig_atomic_t tk_interrupted;
@@ -389,6 +391,60 @@ void sig_restore(const sig_saved *s)
 {
 	sigaction(SIGINT, &s->old_int, NULL);
 	sigaction(SIGTERM, &s->old_term, NULL);
+}
+
+int net_load_layout(tk_ctx *ctx, const char *name, const char *layout, int *which,
+                    tk_network **nets, int *nnet)
+{
+	static const char *const names[] = { "nchw", "blocked", "auto" };
+	int rc;
+	*which = -1;
+	*nnet = 0;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(layout ? layout : "nchw", names[i]))
+			*which = i;
+	if (*which < 0)
+		return tk_fail(ctx, TK_EINVAL, "--layout '%s': expected nchw, blocked or auto", layout);
+	if (*which != LAYOUT_BLOCKED && (rc = onnx_net_load(name, &nets[(*nnet)++])))
+		goto fail;
+	if (*which != LAYOUT_NCHW &&
+	    (rc = onnx_net_load_layout(name, ONNX_LAYOUT_BLOCKED, &nets[(*nnet)++])))
+		goto fail;
+	return EXIT_OK;
+fail:
+	for (int i = 0; i < *nnet; i++)
+		if (nets[i])
+			net_free(nets[i]);
+	*nnet = 0;
+	return tk_fail(ctx, rc, NULL);
+}
+
+int layout_choose(tk_ctx *ctx, tk_store *st, int64_t hw, tk_network *const *nets, int *chosen)
+{
+	static const char *const names[] = { "nchw", "blocked" };
+	rp_estimate e[2];
+	int rc;
+	*chosen = -1;
+	for (int i = 0; i < 2; i++)
+		if ((rc = rp_net_estimate(st, hw, nets[i], &e[i])))
+			return tk_fail(ctx, rc, NULL);
+	*chosen = rp_layout_choose(e, 2);
+	if (ctx->common.quiet)
+		return EXIT_OK;
+	fprintf(stderr, "network %s on hardware %lld: estimated latency", nets[0]->name,
+	        (long long)hw);
+	for (int i = 0; i < 2; i++) {
+		char lat[32];
+		fmt_seconds(lat, e[i].latency);
+		fprintf(stderr, "%s %s %s", i ? "," : "", names[i], e[i].ntuned ? lat : "-");
+		if (e[i].ntuned < e[i].ntask)
+			fprintf(stderr, " (%d of %d tasks tuned)", e[i].ntuned, e[i].ntask);
+	}
+	if (*chosen >= 0)
+		fprintf(stderr, ": %s chosen\n", names[*chosen]);
+	else
+		fprintf(stderr, ": neither has every task tuned, none chosen\n");
+	return EXIT_OK;
 }
 
 int format_parse(const char *s)

@@ -16,27 +16,29 @@
 #include "task/network.h"
 
 static const char *const usage[] = {
-	"tunekit export [--task TASK]... [--network NAME] [--hardware ID] [--out DIR]\n"
-	"               [--autotvm FILE] [OPTIONS]",
+	"tunekit export [--task TASK]... [--network NAME [--layout nchw|blocked|auto]]\n"
+	"               [--hardware ID] [--out DIR] [--autotvm FILE] [OPTIONS]",
 	"Write the best valid configuration of each task on one hardware as C into DIR: NAME.c\n"
 	"and NAME.h per kernel, and ref_kernels.c, test_kernels.c, Makefile and README.\n"
 	"'make -C DIR' builds the kernels with the target's compiler and flags, checks each one\n"
 	"against a reference emitted from its tensor expression and times it. Without --task\n"
 	"or --network, every task with a valid record on the hardware is exported; a task\n"
 	"without one is skipped with a warning. The hardware is that of --target unless\n"
-	"--hardware is given. Prints the exported records: a table on a terminal, TSV otherwise.\n"
+	"--hardware is given. --layout exports a model's blocked variant, reorders included,\n"
+	"or (auto) the variant of the smaller estimate. Prints the exported records: a table on a terminal, TSV otherwise.\n"
 	"Simulated hardware (vta-sim) has no C to export: refused with exit 1.",
 };
 
 static struct {
 	opt_list task;
-	const char *network, *out, *autotvm;
+	const char *network, *layout, *out, *autotvm;
 	int64_t hardware;
 } o;
 
 static const opt options[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "a task to export (repeatable; default: every task with a record)" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name, TSV file or MODEL.onnx)" },
+	{ OPT_STRING, "layout", 0, &o.layout, "L", "with --network MODEL.onnx: nchw (default), blocked, or auto (the smaller estimate's)" },
 	{ OPT_INT, "hardware", 0, &o.hardware, "ID", "records of this hardware id (default: that of --target)" },
 	{ OPT_STRING, "out", 'o', &o.out, "DIR", "output directory, created if needed (default kernels)" },
 	{ OPT_STRING, "autotvm", 0, &o.autotvm, "FILE", "also write the exported records as an AutoTVM log" },
@@ -268,8 +270,35 @@ int cmd_export(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EUNSUPP, "%s is simulated: its configurations are programs for "
 		               "the simulator, not C kernels; nothing to export ('tunekit report best' "
 		               "lists them)", tg.spec);
-	if (o.network && (rc = onnx_net_load(o.network, &net)))
-		return tk_fail(ctx, rc, NULL);
+	if (o.layout && !o.network)
+		return tk_fail(ctx, TK_EINVAL, "--layout applies to --network");
+	tk_network *nets[2] = { NULL, NULL };
+	int nnet = 0, layout, chosen = -1;
+	if (o.network && (rc = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))
+		return rc;
+	net = nets[0];
+	if (nnet == 2) {
+		/* auto: the variant of the smaller estimate on the hardware exported */
+		tk_store *st;
+		int64_t hw = 0;
+		if (!(rc = tk_ctx_store(ctx, &st))) {
+			int e = store_hardware_find(st, o.hardware, tg.key, &hw, NULL, NULL);
+			if (e == TK_ENOTFOUND && !o.hardware) /* as export_all() says it */
+				rc = (tk_fail(ctx, e, "nothing to export: no records of this target (%s) in "
+				              "the store; measure first or give --hardware", tg.spec), EXIT_FAIL);
+			else
+				rc = e ? tk_fail(ctx, e, NULL) : layout_choose(ctx, st, hw, nets, &chosen);
+		}
+		if (!rc && chosen < 0)
+			rc = (tk_fail(ctx, TK_EINVAL, "--layout auto: neither variant of %s has every task"
+			              " tuned on hardware %lld", o.network, (long long)hw), EXIT_FAIL);
+		net = nets[chosen > 0];
+		net_free(nets[chosen <= 0]);
+		if (rc) {
+			net_free(net);
+			return rc;
+		}
+	}
 	int ntask = o.task.n + (net ? net->n : 0);
 	for (int i = 0; i < ntask && !rc; i++)
 		rc = want_add(ctx, &w, i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task);

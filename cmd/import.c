@@ -15,7 +15,7 @@
 static const char *const usage[] = {
 	"tunekit import kernel-tuner FILE.json[.gz]... [--hardware NAME]\n"
 	"       tunekit import autotvm FILE.log...\n"
-	"       tunekit import onnx MODEL.onnx [--input NAME=D1xD2x...]...",
+	"       tunekit import onnx MODEL.onnx [--input NAME=D1xD2x...]... [--layout nchw|blocked]",
 	"Import records measured by other tuners into the store, each file as one run.\n"
 	"kernel-tuner: Kernel Tuner cache files (JSON, gzip-compressed or not); each becomes the\n"
 	"task kt:KERNEL:SIZES with its tune_params as search space, on the hardware kt:DEVICE,\n"
@@ -28,17 +28,19 @@ static const char *const usage[] = {
 	"onnx: infer the shape of every tensor of an ONNX model and print its tasks (Conv,\n"
 	"ConvTranspose, Gemm, MatMul, Einsum) as a network file (weight<TAB>task, a '# node\n"
 	"NAME (OP)' comment before each task); the store is not touched. Input shapes are the\n"
-	"model's, or those of --input (a symbolic dimension needs one).",
+	"model's, or those of --input (a symbolic dimension needs one). --layout blocked prints\n"
+	"the blocked variant: convolutions in NCHW[x]c and a layout_transform task per reorder.",
 };
 
 static struct {
-	const char *hardware;
+	const char *hardware, *layout;
 	opt_list input;
 } o;
 
 static const opt options[] = {
 	{ OPT_STRING, "hardware", 0, &o.hardware, "NAME", "kernel-tuner: the device (default: the file's device_name)" },
 	{ OPT_LIST, "input", 0, &o.input, "NAME=DIMS", "onnx: the shape of a graph input, as 1x3x224x224 (repeatable)" },
+	{ OPT_STRING, "layout", 0, &o.layout, "L", "onnx: nchw (the model's, default) or blocked" },
 	OPT_END_
 };
 
@@ -93,6 +95,10 @@ static int import_onnx(tk_ctx *ctx, int argc, char **argv)
 		return tk_fail(ctx, TK_EINVAL, "onnx: expected one MODEL.onnx");
 	if (o.hardware)
 		return tk_fail(ctx, TK_EINVAL, "--hardware applies to kernel-tuner files only");
+	int layout = !o.layout || !strcmp(o.layout, "nchw") ? ONNX_LAYOUT_NCHW
+	           : !strcmp(o.layout, "blocked")          ? ONNX_LAYOUT_BLOCKED : -1;
+	if (layout < 0)
+		return tk_fail(ctx, TK_EINVAL, "--layout '%s': expected nchw or blocked", o.layout);
 	if (!(in = calloc((size_t)o.input.n + 1, sizeof *in)))
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	for (int i = 0; i < o.input.n; i++)
@@ -100,7 +106,7 @@ static int import_onnx(tk_ctx *ctx, int argc, char **argv)
 			free(in);
 			return tk_fail(ctx, rc, NULL);
 		}
-	rc = onnx_import(argv[1], in, o.input.n, &tsv);
+	rc = onnx_import_layout(argv[1], in, o.input.n, layout, &tsv);
 	free(in);
 	if (rc)
 		return tk_fail(ctx, rc, NULL);
@@ -120,8 +126,9 @@ int cmd_import(int argc, char **argv, tk_ctx *ctx)
 		return tk_fail(ctx, TK_EINVAL, "expected a format: kernel-tuner, autotvm or onnx");
 	if (!strcmp(argv[0], "onnx"))
 		return import_onnx(ctx, argc, argv);
-	if (o.input.n)
-		return tk_fail(ctx, TK_EINVAL, "--input applies to onnx models only");
+	if (o.input.n || o.layout)
+		return tk_fail(ctx, TK_EINVAL, "--%s applies to onnx models only",
+		               o.input.n ? "input" : "layout");
 	kt = !strcmp(argv[0], "kernel-tuner");
 	if (!kt && strcmp(argv[0], "autotvm"))
 		return tk_fail(ctx, TK_EINVAL, "unknown format '%s' (kernel-tuner, autotvm, onnx)", argv[0]);

@@ -371,10 +371,13 @@ static int measure_all(tk_ctx *ctx, work *w, const tk_target *tg)
 		if (!ctx->common.quiet && !status) {
 			char lat[32];
 			const char *sim = tg->flags & TK_TARGET_SIMULATED ? " (simulated)" : "";
+			char gf[32] = "";
+			if (best >= 0 && j->t->prog->flops > 0) /* a reorder has no FLOPs */
+				snprintf(gf, sizeof gf, " (%.2f GFLOPS)",
+				         j->t->prog->flops / best_lat * 1e-9);
 			if (best >= 0)
-				fprintf(stderr, "%s: %d measured, %d valid, best %s%s (%.2f GFLOPS) %s\n",
-				        j->task, j->n, nvalid, fmt_seconds(lat, best_lat), sim,
-				        j->t->prog->flops / best_lat * 1e-9, best_cfg);
+				fprintf(stderr, "%s: %d measured, %d valid, best %s%s%s %s\n", j->task,
+				        j->n, nvalid, fmt_seconds(lat, best_lat), sim, gf, best_cfg);
 			else
 				fprintf(stderr, "%s: %d measured, none valid%s\n", j->task, j->n, sim);
 		}

@@ -82,7 +82,7 @@ static struct {
 	const char *format;
 	int64_t hardware;
 	opt_list run;
-	const char *task, *network, *x, *plot;
+	const char *task, *network, *layout, *x, *plot;
 	int log;
 	const char *baseline;
 	double threshold;
@@ -96,6 +96,7 @@ static const opt options[] = {
 	{ OPT_LIST, "run", 0, &o.run, "ID", "curve, compare, invalid, records: a run (repeatable; default: the latest)" },
 	{ OPT_STRING, "task", 0, &o.task, "TASK", "curve, records: only this task; importance: name the features for it" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "best: its tasks and estimated latency; curve, compare: a network (name, file or MODEL.onnx) as one workload" },
+	{ OPT_STRING, "layout", 0, &o.layout, "L", "best, curve, compare --network: nchw (default) or blocked; best: auto (the smaller estimate's)" },
 	{ OPT_STRING, "plot", 0, &o.plot, "FILE", "curve, invalid: write an SVG chart to FILE (- for stdout)" },
 	{ OPT_INT, "batch", 0, &o.batch, "N", "invalid: trials per batch (default: the run's)" },
 	{ OPT_STRING, "model-file", 0, &o.model_file, "FILE", "importance: the model file (tunekit train)" },
@@ -201,7 +202,9 @@ static int best_row(void *p, const store_rec *r)
 		fmt_seconds(lat, r->median);
 	else
 		snprintf(lat, sizeof lat, "%.9g", r->median);
-	snprintf(gf, sizeof gf, "%.3f", r->flops / r->median * 1e-9);
+	gf[0] = 0; /* a reorder has no FLOPs: its latency alone */
+	if (r->flops > 0)
+		snprintf(gf, sizeof gf, "%.3f", r->flops / r->median * 1e-9);
 	if (!naive_speedup(b->ctx, r, &speedup))
 		snprintf(sp, sizeof sp, "%.2f", speedup);
 	const char *busy = r->load < 0 ? "" : r->load > BUSY_LOAD ? "1" : "0";
@@ -217,23 +220,42 @@ static int report_best(tk_ctx *ctx, int fmt)
 		"id", "task", "config", "hw", "latency_s", "gflops", "vs_naive", "run", "busy",
 		"hw_kind", "weight",
 	};
-	tk_network *net = NULL;
-	int rc;
-	if (o.network && (rc = onnx_net_load(o.network, &net)))
-		return tk_fail(ctx, rc, NULL);
+	tk_network *nets[2] = { NULL, NULL }, *net = NULL;
+	int64_t hw = o.hardware;
+	int rc, nnet = 0, layout, status;
+	if (o.network && (status = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))
+		return status;
+	net = nets[0];
+	if (nnet == 2) {
+		/* auto: both estimates on one hardware, the chosen variant's table */
+		tk_target tg;
+		int chosen = -1;
+		rc = hw ? TK_OK : tk_target_parse(ctx->common.target, &tg);
+		if (!rc && !hw)
+			rc = store_hardware_find(ctx->store, 0, tg.key, &hw, NULL, NULL);
+		status = rc ? tk_fail(ctx, rc, rc == TK_ENOTFOUND ? "no records of this target (%s) in"
+		                      " the store: give --hardware" : NULL, tg.spec)
+		            : layout_choose(ctx, ctx->store, hw, nets, &chosen);
+		net = nets[chosen > 0];
+		net_free(nets[chosen <= 0]);
+		if (status) {
+			net_free(net);
+			return status;
+		}
+	}
 	best_ctx b = { .ctx = ctx, .t = table_new(ArraySize(hdr) - !net, hdr), .fmt = fmt, .net = net };
 	if (!b.t) {
 		net_free(net);
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	}
-	rc = store_best(ctx->store, o.hardware, best_row, &b);
+	rc = store_best(ctx->store, hw, best_row, &b);
 	if (rc) {
 		table_free(b.t);
 		net_free(net);
 		free(b.sum);
 		return tk_fail(ctx, rc, rc == TK_ENOMEM ? "out of memory" : NULL);
 	}
-	int status = table_print(b.t, stdout, fmt);
+	status = table_print(b.t, stdout, fmt);
 	/* the estimate: every task of the network tuned on the hardware, or not */
 	for (int h = 0; net && h < b.nsum && !ctx->common.quiet; h++) {
 		char lat[32];
@@ -244,7 +266,7 @@ static int report_best(tk_ctx *ctx, int fmt)
 	}
 	if (net && b.nsum == 0 && !ctx->common.quiet)
 		fprintf(stderr, "network %s: none of its %d tasks has a valid record%s\n", net->name,
-		        net->n, o.hardware ? " on that hardware" : "");
+		        net->n, hw ? " on that hardware" : "");
 	net_free(net);
 	free(b.sum);
 	return status;
@@ -419,6 +441,22 @@ static void sel_free(curve_sel *s)
 	free(s->run);
 }
 
+/* --network of curve and compare in the layout of --layout: nchw or
+ * blocked, as one workload. Returns 0, or the exit status after an error. */
+static int load_network(tk_ctx *ctx, tk_network **out)
+{
+	tk_network *nets[2];
+	int layout, nnet, status;
+	*out = NULL;
+	if (o.layout && !strcmp(o.layout, "auto"))
+		return tk_fail(ctx, TK_EINVAL, "--layout auto chooses in report best; curve and "
+		               "compare take nchw or blocked");
+	if ((status = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))
+		return status;
+	*out = nets[0];
+	return EXIT_OK;
+}
+
 static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
 {
 	int max = nRun, rc;
@@ -433,8 +471,8 @@ static int select_curves(tk_ctx *ctx, rp_run **aRun, int nRun, curve_sel *sel)
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
 	if (o.network) {
 		tk_network *net;
-		if ((rc = onnx_net_load(o.network, &net)))
-			return tk_fail(ctx, rc, NULL);
+		if ((rc = load_network(ctx, &net)))
+			return rc;
 		if (!(sel->agg = calloc((size_t)nRun, sizeof *sel->agg))) {
 			net_free(net);
 			return tk_fail(ctx, TK_ENOMEM, "out of memory");
@@ -707,10 +745,8 @@ static int report_compare(tk_ctx *ctx, int fmt)
 
 	if ((rc = load_runs(ctx, 0, &aRun, &nRun)))
 		goto done;
-	if (o.network && (rc = onnx_net_load(o.network, &net))) {
-		rc = tk_fail(ctx, rc, NULL);
+	if (o.network && (rc = load_network(ctx, &net)))
 		goto done;
-	}
 	if ((rc = rp_compare_build((const rp_run *const *)aRun, nRun, net, &cmp))) {
 		rc = tk_fail(ctx, rc, NULL);
 		goto done;
@@ -1167,6 +1203,8 @@ static int check_options(tk_ctx *ctx, int r)
 		bad = "--run";
 	else if (o.network && r != R_CURVE && r != R_COMPARE && r != R_BEST)
 		bad = "--network";
+	else if (o.layout && (!o.network || (r != R_BEST && r != R_CURVE && r != R_COMPARE)))
+		bad = "--layout";
 	else if (o.task && r != R_CURVE && r != R_IMPORTANCE && r != R_RECORDS)
 		bad = "--task";
 	else if (o.plot && r != R_CURVE && r != R_INVALID)

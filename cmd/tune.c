@@ -17,8 +17,9 @@
 #include "tune/tune.h"
 
 static const char *const usage[] = {
-	"tunekit tune (--task TASK... | --network NAME) --trials N [--model NAME]\n"
-	"             [--search NAME] [--feature itervar|knob|curve|tlp|graph] [OPTIONS]\n"
+	"tunekit tune (--task TASK... | --network NAME [--layout nchw|blocked|auto]) --trials N\n"
+	"             [--model NAME] [--search NAME] [--feature itervar|knob|curve|tlp|graph]\n"
+	"             [OPTIONS]\n"
 	"       tunekit tune --resume [--run ID]",
 	"Tune tasks with AutoTVM's model-based tuner: batches of configurations chosen by a\n"
 	"search (simulated annealing) on a cost model fit to the measurements so far (the\n"
@@ -26,7 +27,10 @@ static const char *const usage[] = {
 	"models and searches are listed by 'tunekit help models' and 'tunekit help\n"
 	"searches'. A network's tasks share one budget (round robin, then the Ansor task\n"
 	"scheduler's gradient rule) and the estimated network latency is the sum of weight x\n"
-	"best latency. Measurements are real (compiled, run and checked on this CPU) or,\n"
+	"best latency. --layout blocked tunes a model's blocked variant (convolutions in\n"
+	"NCHW[x]c, reorders as layout_transform tasks); auto tunes the tasks of both variants\n"
+	"with one budget and prints both estimates and the smaller one's layout.\n"
+	"Measurements are real (compiled, run and checked on this CPU) or,\n"
 	"with --replay, looked up in another store. Shows progress on a terminal; on a pipe\n"
 	"prints the record stream.\n"
 	"Interrupted runs keep their records and continue with --resume.",
@@ -39,7 +43,7 @@ static const char *const usage[] = {
 
 static struct {
 	opt_list task;
-	const char *network, *meta, *given[MAXDESC];
+	const char *network, *layout, *meta, *given[MAXDESC];
 	int64_t run, until;
 	ms_cli ms;
 	int resume;
@@ -50,6 +54,7 @@ static opt options[MAXDESC + 8];
 static const opt fixed_head[] = {
 	{ OPT_LIST, "task", 't', &o.task, "TASK", "task to tune (repeatable)" },
 	{ OPT_STRING, "network", 0, &o.network, "NAME", "every task of a network (built-in name, TSV file or MODEL.onnx)" },
+	{ OPT_STRING, "layout", 0, &o.layout, "L", "with --network MODEL.onnx: nchw (default), blocked, or auto (both, the smaller estimate chosen)" },
 	{ OPT_STRING, "meta", 0, &o.meta, "FILE", "a meta-trained model (pretrain-meta) each task fine-tunes: --model-file for meta" },
 };
 static const opt fixed_tail[] = {
@@ -90,8 +95,8 @@ static void on_progress(void *p, const tn_status *s)
 	char extra[200], eta[32], net[40] = "";
 	if (s->net_latency > 0)
 		snprintf(net, sizeof net, " net %s", fmt_seconds(eta, s->net_latency));
-	snprintf(extra, sizeof extra, "%.30s %.2f GFLOPS, %.0f%% invalid%s, ETA %.0fs", s->task,
-	         s->best_gflops, 100 * s->invalid, net, s->eta);
+	snprintf(extra, sizeof extra, "%.30s %.2f %s, %.0f%% invalid%s, ETA %.0fs", s->task,
+	         s->best_gflops, s->per_second ? "1/s" : "GFLOPS", 100 * s->invalid, net, s->eta);
 	progress_draw(u->ctx, "tune", (double)s->done, (double)s->total, extra);
 }
 
@@ -274,7 +279,8 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	tk_store *st;
 	tk_target tg;
 	tn_opts t;
-	int rc, ntask = 0;
+	tk_network *nets[2] = { NULL, NULL };
+	int rc, ntask = 0, nnet = 0, layout = LAYOUT_NCHW, status = 0;
 	char **task = NULL, *run_spec = NULL;
 	double *weight = NULL;
 	int64_t resume = 0;
@@ -291,8 +297,8 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 	t.ms.build_timeout = 30;
 
 	if (o.resume) {
-		if (o.task.n || o.network)
-			return tk_fail(ctx, TK_EINVAL, "--resume continues a run: no --task or --network");
+		if (o.task.n || o.network || o.layout)
+			return tk_fail(ctx, TK_EINVAL, "--resume continues a run: no --task, --network or --layout");
 		if (o.run)
 			resume = o.run;
 		else if ((rc = store_run_unfinished(st, "tune/", &resume)))
@@ -314,26 +320,34 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 		    hw > 0 && !store_hardware_find(st, hw, NULL, &id, NULL, &run_spec))
 			ctx->common.target = run_spec;
 	} else {
+		if (o.layout && !o.network)
+			return tk_fail(ctx, TK_EINVAL, "--layout applies to --network");
+		if (o.network && (rc = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))
+			return rc;
+		/* auto: the union of both variants' tasks, each at its larger weight */
 		tk_network *net = NULL;
-		if (o.network && (rc = onnx_net_load(o.network, &net)))
-			return tk_fail(ctx, rc, NULL);
+		if (nnet && (rc = net_union((const tk_network *const *)nets, nnet, &net))) {
+			status = tk_fail(ctx, rc, NULL);
+			goto out;
+		}
 		ntask = o.task.n + (net ? net->n : 0);
 		if (ntask == 0)
-			return tk_fail(ctx, TK_EINVAL, "nothing to tune: give --task or --network");
-		task = calloc((size_t)ntask, sizeof *task);
-		weight = calloc((size_t)ntask, sizeof *weight);
-		if (!task || !weight) {
-			net_free(net);
-			return tk_fail(ctx, TK_ENOMEM, "out of memory");
-		}
-		for (int i = 0; i < ntask; i++) {
+			status = tk_fail(ctx, TK_EINVAL, "nothing to tune: give --task or --network");
+		else if (!(task = calloc((size_t)ntask, sizeof *task)) ||
+		         !(weight = calloc((size_t)ntask, sizeof *weight)))
+			status = tk_fail(ctx, TK_ENOMEM, "out of memory");
+		for (int i = 0; !status && i < ntask; i++) {
 			task[i] = strdup(i < o.task.n ? o.task.v[i] : net->task[i - o.task.n].task);
 			weight[i] = i < o.task.n ? 1 : net->task[i - o.task.n].weight;
+			if (!task[i])
+				status = tk_fail(ctx, TK_ENOMEM, "out of memory");
 		}
 		net_free(net);
+		if (status)
+			goto out;
 	}
 	tn_stores in = { 0 };
-	int status = apply(ctx, &t, o.resume);
+	status = apply(ctx, &t, o.resume);
 	if (!status && !t.replay[0] && (rc = tk_target_parse(ctx->common.target, &tg)))
 		status = tk_fail(ctx, rc, NULL);
 	if (!status && o.until != INT64_MIN)
@@ -379,14 +393,22 @@ int cmd_tune(int argc, char **argv, tk_ctx *ctx)
 				fprintf(stderr, "%s: shard %s of %d tasks and %lld trials has nothing to"
 				        " tune\n", ctx->prog, t.shard, ntask, (long long)t.trials);
 		} else {
+			if (layout == LAYOUT_AUTO)
+				res.net_latency = -1; /* the union's sum is no network's */
 			summary(ctx, &res);
+			int chosen;
+			if (layout == LAYOUT_AUTO && !t.shard[0])
+				status = layout_choose(ctx, st, res.hw_id, nets, &chosen);
 		}
 	}
 	store_close(in.replay);
 	store_close(in.history);
 	free(run_spec);
 	cm_free(in.model);
-	for (int i = 0; i < ntask; i++)
+out:
+	for (int v = 0; v < nnet; v++)
+		net_free(nets[v]);
+	for (int i = 0; task && i < ntask; i++)
 		free(task[i]);
 	free(task);
 	free(weight);

@@ -57,6 +57,7 @@
  *   conv2d_winograd (U)       f           e  u  q     ry rx           W  G    G
  *   conv2d_winograd (V)     b    ty tx    e  u  q     ra rb      I       Bt   Bt
  *   conv2d_winograd (Y)     b f  ty tx    vy vx       ra rb      M       At   At
+ *   layout_transform        b fo y  x  fi                        I
  *
  * Slots an operator or a configuration does not use are placeholders: all
  * zero, with no edges. An operator or main stage without a row, an axis
@@ -169,6 +170,8 @@ static const struct sg_op {
 	{ "depthwise_conv2d_nchwc", "O", { BUF_DATA, BUF_WEIGHT },
 	  { { "b", AX_N }, { "fo", AX_K }, { "y", AX_OH }, { "x", AX_OW }, { "fi", AX_KB },
 	    { "ry", AX_R }, { "rx", AX_S } } },
+	{ "layout_transform", "O", { BUF_DATA },
+	  { { "b", AX_N }, { "fo", AX_K }, { "y", AX_OH }, { "x", AX_OW }, { "fi", AX_KB } } },
 };
 
 /* First loop slot of each canonical axis. */

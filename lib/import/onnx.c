@@ -11,6 +11,12 @@
  * or a Constant's value) is read for its name, type and dimensions, and for
  * its values only when it has at most ONNX_MAXVAL elements: weights are
  * never copied. Every allocation comes from one arena, freed at the end.
+ *
+ * The blocked layout's variant (onnx_read_layout) is a second walk over
+ * the inferred graph in the order of inference, after shapes are known:
+ * each tensor carries its block, each node's task is counted again (a
+ * Conv's as its blocked operator), and reorders are counted where a
+ * consumer needs another block than its input holds.
  */
 #include "onnx.h"
 
@@ -63,6 +69,8 @@ typedef struct val {
 	int graph_out;
 	int nuse, nfill;         /* consuming node inputs */
 	int *use;                /* [nuse] node indices */
+	int64_t block;           /* blocked layout: channels per block; 0 plain */
+	uint32_t reordered;      /* bit b: a reorder to block b is counted */
 } val;
 
 typedef struct attr {
@@ -83,12 +91,14 @@ typedef struct node {
 	val **in, **out;         /* NULL for an omitted optional input or output */
 	attr *attr;
 	int missing;             /* inputs not yet inferred */
+	const char *task;        /* key of its task, NULL if none */
 } node;
 
 typedef struct task_ent {
 	char *key;
 	double weight;
 	int node;
+	const char *note;        /* comment instead of "node NAME (OP)", or NULL */
 } task_ent;
 
 typedef struct ox {
@@ -109,6 +119,9 @@ typedef struct ox {
 	val **output;            /* graph outputs in the model's order */
 	int noutput, capoutput;
 	int shapes;              /* onnx_output_shapes(): no task needed */
+	int layout;              /* ONNX_LAYOUT_* */
+	int *order;              /* [norder] nodes in the order inferred */
+	int norder;
 } ox;
 
 /* ---- protobuf wire format -------------------------------------------- */
@@ -1064,11 +1077,43 @@ int onnx_conv_task(const onnx_conv *cv, char *buf, size_t n)
 	return TK_OK;
 }
 
+/* Count one more occurrence of the task key (canonical) for node ni, with
+ * the comment note (NULL: the node's name) if it is a new task. Returns the
+ * key as stored. */
+static const char *count_task(ox *o, int ni, const char *key, const char *note)
+{
+	if ((size_t)o->ntask * 2 >= o->tcap) {
+		size_t ncap = o->tcap ? 2 * o->tcap : 256;
+		int *t = tk_arena_alloc(&o->a, sizeof *t * ncap);
+		for (int i = 0; i < o->ntask; i++) {
+			size_t h = tk_hash64(o->task[i].key, strlen(o->task[i].key), 0) & (ncap - 1);
+			while (t[h])
+				h = (h + 1) & (ncap - 1);
+			t[h] = i + 1;
+		}
+		o->ttab = t;
+		o->tcap = ncap;
+	}
+	size_t h = tk_hash64(key, strlen(key), 0) & (o->tcap - 1);
+	for (; o->ttab[h]; h = (h + 1) & (o->tcap - 1))
+		if (!strcmp(o->task[o->ttab[h] - 1].key, key)) {
+			o->task[o->ttab[h] - 1].weight += 1;
+			return o->task[o->ttab[h] - 1].key;
+		}
+	o->ttab[h] = o->ntask + 1;
+	o->task = agrow(o, o->task, o->ntask, &o->captask, sizeof *o->task);
+	o->task[o->ntask].key = tk_arena_strdup(&o->a, key);
+	o->task[o->ntask].weight = 1;
+	o->task[o->ntask].node = ni;
+	o->task[o->ntask].note = note;
+	return o->task[o->ntask++].key;
+}
+
 /* Record the task of node ni; its output (te's) must have oelem elements
  * and end in the dims olast[0, nlast). */
 static int add_task(ox *o, int ni, const char *task, int64_t oelem, const int64_t *olast, int nlast)
 {
-	const node *nd = &o->nodes[ni];
+	node *nd = &o->nodes[ni];
 	te_prog *prog;
 	if (te_task_parse(task, &prog)) {
 		char why[300];
@@ -1083,31 +1128,7 @@ static int add_task(ox *o, int ni, const char *task, int64_t oelem, const int64_
 		te_prog_free(prog);
 		return fail(o, nd, "the task %s does not compute the node's output shape", task);
 	}
-	if ((size_t)o->ntask * 2 >= o->tcap) {
-		size_t ncap = o->tcap ? 2 * o->tcap : 256;
-		int *t = tk_arena_alloc(&o->a, sizeof *t * ncap);
-		for (int i = 0; i < o->ntask; i++) {
-			size_t h = tk_hash64(o->task[i].key, strlen(o->task[i].key), 0) & (ncap - 1);
-			while (t[h])
-				h = (h + 1) & (ncap - 1);
-			t[h] = i + 1;
-		}
-		o->ttab = t;
-		o->tcap = ncap;
-	}
-	size_t h = tk_hash64(prog->key, strlen(prog->key), 0) & (o->tcap - 1);
-	for (; o->ttab[h]; h = (h + 1) & (o->tcap - 1))
-		if (!strcmp(o->task[o->ttab[h] - 1].key, prog->key)) {
-			o->task[o->ttab[h] - 1].weight += 1;
-			te_prog_free(prog);
-			return TK_OK;
-		}
-	o->ttab[h] = o->ntask + 1;
-	o->task = agrow(o, o->task, o->ntask, &o->captask, sizeof *o->task);
-	o->task[o->ntask].key = tk_arena_strdup(&o->a, prog->key);
-	o->task[o->ntask].weight = 1;
-	o->task[o->ntask].node = ni;
-	o->ntask++;
+	o->nodes[ni].task = count_task(o, ni, prog->key, NULL);
 	te_prog_free(prog);
 	return TK_OK;
 }
@@ -2750,6 +2771,7 @@ static int infer(ox *o)
 {
 	int *heap = tk_arena_alloc(&o->a, sizeof *heap * (size_t)o->nnode);
 	int nheap = 0, ndone = 0, rc;
+	o->order = tk_arena_alloc(&o->a, sizeof *o->order * (size_t)o->nnode);
 	/* consumers of each tensor */
 	for (int i = 0; i < o->nnode; i++)
 		for (int j = 0; j < o->nodes[i].nin; j++)
@@ -2778,6 +2800,7 @@ static int infer(ox *o)
 	}
 	while (nheap > 0) {
 		int ni = heap_pop(heap, &nheap);
+		o->order[o->norder++] = ni;
 		ndone++;
 		node *nd = &o->nodes[ni];
 		if (*nd->domain && strcmp(nd->domain, "ai.onnx"))
@@ -2802,6 +2825,193 @@ static int infer(ox *o)
 		for (int i = 0; i < o->nnode; i++)
 			if (o->nodes[i].missing)
 				return fail(o, &o->nodes[i], "the graph has a cycle through this node");
+	}
+	return TK_OK;
+}
+
+/* ---- the blocked layout ------------------------------------------------- */
+
+/* Channels per block of c channels, as data/networks/\*-nchwc.tsv choose
+ * them: 16 where 16 divides c, all of them when c < 16, else the largest
+ * of 8, 4, 2, 1 that divides c. */
+static int64_t chan_block(int64_t c)
+{
+	assert(c >= 1);
+	if (c % 16 == 0)
+		return 16;
+	if (c < 16)
+		return c;
+	int64_t b = 8;
+	while (c % b)
+		b /= 2;
+	return b;
+}
+
+/* An activation the blocked layout may hold: a 4-d tensor (N C H W) that
+ * no weight is. */
+static int act(const val *v)
+{
+	return v && v->known && v->ndim == 4 && !v->weight;
+}
+
+/* A reorder of activation v to block `to` (1: plain NCHW) for node ni:
+ * counted as a layout_transform task unless v is in that block already, or
+ * was reordered to it before, or H*W is 1 (every block is then the same
+ * memory). `why` names the consumer in the task's comment. */
+static int reorder(ox *o, int ni, val *v, int64_t to, const char *why)
+{
+	int64_t from = v->block ? v->block : 1;
+	assert(to >= 1 && to <= 16);
+	if (from == to || v->dim[2] * v->dim[3] == 1 || (v->reordered >> to & 1))
+		return TK_OK;
+	v->reordered |= 1u << to;
+	char task[200];
+	snprintf(task, sizeof task, "layout_transform:n=%lld,c=%lld,h=%lld,w=%lld,ib=%lld,ob=%lld",
+	         (long long)v->dim[0], (long long)v->dim[1], (long long)v->dim[2],
+	         (long long)v->dim[3], (long long)from, (long long)to);
+	te_prog *prog;
+	if (te_task_parse(task, &prog))
+		return fail(o, &o->nodes[ni], "%s", tk_errmsg());
+	char note[600];
+	snprintf(note, sizeof note, "reorder %s from block %lld to %lld for %s", pname(o, v->name),
+	         (long long)from, (long long)to, why);
+	count_task(o, ni, prog->key, tk_arena_strdup(&o->a, note));
+	te_prog_free(prog);
+	return TK_OK;
+}
+
+static int op_in(const char *op, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(op, *list))
+			return 1;
+	return 0;
+}
+
+/* Operators that keep the layout of input 0 (the others are weights); so
+ * does a Pad of the spatial axes alone. */
+static const char *const keep_unary[] = {
+	"Abs", "AveragePool", "BatchNormalization", "Ceil", "Celu", "Clip", "Dropout", "Elu", "Erf",
+	"Exp", "Floor", "Gelu", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "HardSigmoid",
+	"HardSwish", "Identity", "LeakyRelu", "Log", "LpPool", "MaxPool", "Mish", "Neg", "Reciprocal",
+	"Relu", "Round", "Selu", "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh", NULL
+};
+/* Elementwise operators of several activations. */
+static const char *const keep_nary[] = {
+	"Add", "Div", "Max", "Mean", "Min", "Mul", "PRelu", "Pow", "Sub", "Sum", NULL
+};
+/* Operators that read a tensor's shape, not its data. */
+static const char *const shape_only[] = { "Shape", "Size", NULL };
+
+/* How operand v of an elementwise node with output y reads in y's blocked
+ * layout: 2 the same shape (v must be in y's block), 1 a scalar, a weight
+ * or one value per channel (any layout reads alike), 0 not at all. */
+static int operand_kind(const val *v, const val *y)
+{
+	if (!v->known || nelem(v) == 1)
+		return 1;
+	if (v->ndim > 4)
+		return 0;
+	int same = v->ndim == 4, per_channel = 1;
+	for (int i = 0; i < v->ndim; i++) {
+		int a = 4 - v->ndim + i;
+		int64_t d = v->dim[i];
+		same &= d == y->dim[a];
+		per_channel &= d == 1 || (a == 1 && d == y->dim[1]);
+	}
+	if (same)
+		return v->weight ? 1 : 2;
+	return per_channel;
+}
+
+/* The layout of node ni's output, and the reorders and the task of node ni
+ * in the blocked variant, in the order of inference. */
+static int layout_node(ox *o, int ni)
+{
+	node *nd = &o->nodes[ni];
+	val *x = nd->nin ? nd->in[0] : NULL, *y = nd->nout ? nd->out[0] : NULL;
+	const char *op = nd->op;
+	char why[300], task[400];
+	int rc;
+	snprintf(why, sizeof why, "node %s (%s)", pname(o, nd->name), pname(o, op));
+	if (!strcmp(op, "Conv") && nd->task && act(x) && act(y)) {
+		int dw = !strncmp(nd->task, "depthwise_conv2d:", 17);
+		if (dw || (!strncmp(nd->task, "conv2d:", 7) && !strstr(nd->task, "groups="))) {
+			int64_t cb = chan_block(x->dim[1]), kb = dw ? cb : chan_block(y->dim[1]);
+			if ((rc = reorder(o, ni, x, cb, why)))
+				return rc;
+			if (dw)
+				snprintf(task, sizeof task, "depthwise_conv2d_nchwc:%s,cb=%lld",
+				         strchr(nd->task, ':') + 1, (long long)cb);
+			else
+				snprintf(task, sizeof task, "conv2d_nchwc:%s,cb=%lld,kb=%lld",
+				         strchr(nd->task, ':') + 1, (long long)cb, (long long)kb);
+			y->block = kb;
+			return add_task(o, ni, task, nelem(y), NULL, 0);
+		}
+	}
+	int64_t b = 0;
+	if (act(x) && act(y) && x->block > 1 &&
+	    (op_in(op, keep_unary) || (!strcmp(op, "Pad") && x->dim[0] == y->dim[0] &&
+	                               x->dim[1] == y->dim[1]))) {
+		b = x->block;
+	} else if (act(y) && op_in(op, keep_nary)) {
+		for (int i = 0; i < nd->nin && !b; i++)
+			if (nd->in[i] && act(nd->in[i]) && nd->in[i]->block > 1 &&
+			    operand_kind(nd->in[i], y) == 2)
+				b = nd->in[i]->block;
+		for (int i = 0; i < nd->nin && b; i++)
+			if (nd->in[i] && !operand_kind(nd->in[i], y))
+				b = 0;
+		for (int i = 0; i < nd->nin && b; i++)
+			if (nd->in[i] && operand_kind(nd->in[i], y) == 2 &&
+			    (rc = reorder(o, ni, nd->in[i], b, why)))
+				return rc;
+	} else if (act(y) && !strcmp(op, "Concat")) {
+		int ax = (int)attr_i(nd, "axis", 1);
+		for (int i = 0; i < nd->nin && !b && (ax == 1 || ax == -3); i++)
+			if (act(nd->in[i]) && nd->in[i]->block > 1)
+				b = nd->in[i]->block;
+		for (int i = 0; i < nd->nin && b; i++)
+			if (!act(nd->in[i]) || nd->in[i]->dim[1] % b)
+				b = 0;
+		for (int i = 0; i < nd->nin && b; i++)
+			if ((rc = reorder(o, ni, nd->in[i], b, why)))
+				return rc;
+	}
+	if (b) {
+		y->block = b;
+		return nd->task ? (count_task(o, ni, nd->task, NULL), TK_OK) : TK_OK;
+	}
+	if (!op_in(op, shape_only))
+		for (int i = 0; i < nd->nin; i++)
+			if (act(nd->in[i]) && (rc = reorder(o, ni, nd->in[i], 1, why)))
+				return rc;
+	if (nd->task)
+		count_task(o, ni, nd->task, NULL);
+	return TK_OK;
+}
+
+/* Replace the NCHW tasks by those of the blocked variant: every Conv that
+ * conv2d_nchwc or depthwise_conv2d_nchwc expresses runs blocked, layouts
+ * propagate through elementwise operators, pooling and channel Concats,
+ * and a layout_transform task counts each reorder (to a convolution's
+ * block, back to NCHW for any other consumer and for graph outputs). */
+static int layout_pass(ox *o)
+{
+	int rc;
+	o->ntask = 0;
+	o->ttab = NULL;
+	o->tcap = 0;
+	for (int i = 0; i < o->norder; i++)
+		if ((rc = layout_node(o, o->order[i])))
+			return rc;
+	for (int i = 0; i < o->noutput; i++) {
+		val *v = o->output[i];
+		char why[300];
+		snprintf(why, sizeof why, "graph output %s", pname(o, v->name));
+		if (act(v) && v->producer >= 0 && (rc = reorder(o, v->producer, v, 1, why)))
+			return rc;
 	}
 	return TK_OK;
 }
@@ -2836,6 +3046,8 @@ static int read_model(ox *o, const uint8_t *p, size_t n, const onnx_input *in, i
 		return bad(o, "no opset of the default ONNX domain");
 	if ((rc = read_graph(o, graph.data, graph.len, in, nin)) || (rc = infer(o)))
 		return rc;
+	if (o->layout == ONNX_LAYOUT_BLOCKED && (rc = layout_pass(o)))
+		return rc;
 	if (o->ntask == 0 && !o->shapes)
 		return bad(o, "no Conv, ConvTranspose, Gemm, MatMul or Einsum: the network has no task");
 	return TK_OK;
@@ -2866,6 +3078,8 @@ static int emit_tasks(ox *o, tk_sb *sb)
 {
 	tk_sb_printf(sb, "# %s: the tasks of an ONNX model (opset %lld), by tunekit import onnx\n",
 	             o->where, (long long)o->opset);
+	if (o->layout == ONNX_LAYOUT_BLOCKED)
+		tk_sb_puts(sb, "# layout blocked: convolutions in NCHW[x]c, reorders as layout_transform\n");
 	/* the first inputs: a model exported without its weights has them
 	 * all as inputs, after the data */
 	for (int i = 0; i < o->ninput && i < 8; i++) {
@@ -2879,8 +3093,11 @@ static int emit_tasks(ox *o, tk_sb *sb)
 	tk_sb_puts(sb, "weight\ttask\n");
 	for (int i = 0; i < o->ntask; i++) {
 		const node *nd = &o->nodes[o->task[i].node];
-		tk_sb_printf(sb, "# node %s (%s)\n%g\t%s\n", pname(o, nd->name), pname(o, nd->op),
-		             o->task[i].weight, o->task[i].key);
+		if (o->task[i].note)
+			tk_sb_printf(sb, "# %s\n", o->task[i].note);
+		else
+			tk_sb_printf(sb, "# node %s (%s)\n", pname(o, nd->name), pname(o, nd->op));
+		tk_sb_printf(sb, "%g\t%s\n", o->task[i].weight, o->task[i].key);
 	}
 	return TK_OK;
 }
@@ -2888,7 +3105,7 @@ static int emit_tasks(ox *o, tk_sb *sb)
 /* Read the model in buf (shapes only, or tasks too) and write what emit
  * prints of it into a malloc'd *text. */
 static int read_emit(const void *buf, size_t size, const char *where, const onnx_input *in,
-                     int nin, int shapes, int (*emit)(ox *, tk_sb *), char **text)
+                     int nin, int shapes, int layout, int (*emit)(ox *, tk_sb *), char **text)
 {
 	assert((buf || !size) && where && (in || !nin) && nin >= 0 && text);
 	*text = NULL;
@@ -2903,6 +3120,7 @@ static int read_emit(const void *buf, size_t size, const char *where, const onnx
 	}
 	o->where = pname(o, where);
 	o->shapes = shapes;
+	o->layout = layout;
 	int rc = read_model(o, buf, size, in, nin);
 	if (!rc) {
 		tk_sb sb;
@@ -2923,16 +3141,28 @@ static int read_emit(const void *buf, size_t size, const char *where, const onnx
 int onnx_output_shapes(const void *buf, size_t size, const char *where, const onnx_input *in,
                        int nin, char **text)
 {
-	return read_emit(buf, size, where, in, nin, 1, emit_shapes, text);
+	return read_emit(buf, size, where, in, nin, 1, ONNX_LAYOUT_NCHW, emit_shapes, text);
 }
 
 int onnx_read(const void *buf, size_t size, const char *where, const onnx_input *in, int nin,
               char **tsv)
 {
-	return read_emit(buf, size, where, in, nin, 0, emit_tasks, tsv);
+	return onnx_read_layout(buf, size, where, in, nin, ONNX_LAYOUT_NCHW, tsv);
+}
+
+int onnx_read_layout(const void *buf, size_t size, const char *where, const onnx_input *in,
+                     int nin, int layout, char **tsv)
+{
+	assert(layout == ONNX_LAYOUT_NCHW || layout == ONNX_LAYOUT_BLOCKED);
+	return read_emit(buf, size, where, in, nin, 0, layout, emit_tasks, tsv);
 }
 
 int onnx_import(const char *path, const onnx_input *in, int nin, char **tsv)
+{
+	return onnx_import_layout(path, in, nin, ONNX_LAYOUT_NCHW, tsv);
+}
+
+int onnx_import_layout(const char *path, const onnx_input *in, int nin, int layout, char **tsv)
 {
 	struct stat st;
 	*tsv = NULL;
@@ -2951,7 +3181,7 @@ int onnx_import(const char *path, const onnx_input *in, int nin, char **tsv)
 	close(fd);
 	if (map == MAP_FAILED)
 		return tk_seterr(TK_EIO, "%s: %s", path, strerror(errno));
-	int rc = onnx_read(map, (size_t)st.st_size, path, in, nin, tsv);
+	int rc = onnx_read_layout(map, (size_t)st.st_size, path, in, nin, layout, tsv);
 	munmap(map, (size_t)st.st_size);
 	return rc;
 }
@@ -2989,12 +3219,42 @@ int onnx_input_parse(const char *arg, onnx_input *out)
 
 int onnx_net_load(const char *name, tk_network **out)
 {
+	return onnx_net_load_layout(name, ONNX_LAYOUT_NCHW, out);
+}
+
+/* The graphs of the built-in networks with convolutions (data/models,
+ * compiled in by data/models/embed.sh). */
+typedef struct builtin_graph {
+	const char *name;
+	const unsigned char *data;
+	size_t size;
+} builtin_graph;
+extern const builtin_graph tk_builtin_graphs[];
+
+int onnx_net_load_layout(const char *name, int layout, tk_network **out)
+{
 	size_t len = strlen(name);
-	*out = NULL;
-	if (len <= 5 || strcmp(name + len - 5, ".onnx"))
-		return net_load(name, out);
 	char *tsv;
-	int rc = onnx_import(name, NULL, 0, &tsv);
+	int rc;
+	*out = NULL;
+	int onnx = len > 5 && !strcmp(name + len - 5, ".onnx");
+	if (!onnx && layout == ONNX_LAYOUT_NCHW)
+		return net_load(name, out);
+	if (!onnx) {
+		const builtin_graph *g = tk_builtin_graphs;
+		while (g->name && strcmp(g->name, name))
+			g++;
+		if (!g->name)
+			return tk_seterr(TK_EINVAL, "%s: a layout needs the graph: give the network as an"
+			                 " ONNX model (MODEL.onnx; built in for the networks with"
+			                 " convolutions)", name);
+		if ((rc = onnx_read_layout(g->data, g->size, name, NULL, 0, layout, &tsv)))
+			return rc;
+		rc = net_parse(name, name, tsv, out);
+		free(tsv);
+		return rc;
+	}
+	rc = onnx_import_layout(name, NULL, 0, layout, &tsv);
 	if (rc)
 		return rc;
 	const char *slash = strrchr(name, '/');

@@ -56,6 +56,24 @@ int onnx_input_parse(const char *arg, onnx_input *out);
 int onnx_read(const void *buf, size_t size, const char *where, const onnx_input *in, int nin,
               char **tsv);
 
+/* The layouts a network's convolutions can run in. NCHW: the model's own.
+ * BLOCKED: NCHW[x]c, x channels per block (16 where 16 divides the
+ * channels, all of them below 16, else 8, 4, 2 or 1): every Conv that
+ * conv2d_nchwc or depthwise_conv2d_nchwc expresses becomes one, blocked
+ * activations flow through elementwise operators, activations, pooling,
+ * spatial Pads, BatchNormalization and channel Concats whose inputs all
+ * hold whole blocks, and every reorder the variant needs is a
+ * layout_transform task weighted by its occurrences (to a convolution's
+ * block; to NCHW for any other consumer and for graph outputs; none where
+ * H*W is 1, as blocked and plain memory are then the same). */
+enum { ONNX_LAYOUT_NCHW, ONNX_LAYOUT_BLOCKED };
+
+/* onnx_read() of the variant in layout (ONNX_LAYOUT_*); the BLOCKED text
+ * has a comment "# layout blocked: ..." and names each reorder's tensor,
+ * blocks and consumer. Errors as onnx_read(). */
+int onnx_read_layout(const void *buf, size_t size, const char *where, const onnx_input *in,
+                     int nin, int layout, char **tsv);
+
 /* The inferred shapes of the graph outputs of the model in buf[0, size),
  * one "NAME<TAB>D1xD2x..." line per output in the model's order (a scalar
  * has no dimensions), into *text (malloc'd, the caller frees): shape
@@ -68,11 +86,20 @@ int onnx_output_shapes(const void *buf, size_t size, const char *where, const on
  * cannot be opened or mapped. */
 int onnx_import(const char *path, const onnx_input *in, int nin, char **tsv);
 
+/* onnx_import() of the variant in layout, as onnx_read_layout(). */
+int onnx_import_layout(const char *path, const onnx_input *in, int nin, int layout, char **tsv);
+
 /* net_load() for any network name: a path ending in ".onnx" is imported
  * (with the model's own input shapes) and parsed as a network named after
  * the file; any other name goes to net_load(). Errors as onnx_import() and
  * net_load(). Free with net_free(). */
 int onnx_net_load(const char *name, tk_network **out);
+
+/* onnx_net_load() of the variant in layout (ONNX_LAYOUT_*). Any layout but
+ * NCHW needs the graph: a built-in network with convolutions has its model
+ * of data/models compiled in; any other name that is no .onnx path is
+ * TK_EINVAL "NAME: a layout needs the graph: ...". */
+int onnx_net_load_layout(const char *name, int layout, tk_network **out);
 
 /* A convolution as the importer writes it as a task. nsp spatial axes
  * (1 or 2); for nsp == 1 only index [1] of the per-axis arrays is used

@@ -273,16 +273,18 @@ int rp_run_load(tk_store *s, int64_t id, rp_run **out)
 
 /* ---- aggregates ---------------------------------------------------------------- */
 
-/* Nominal flops of a task the run has no measurement of; 0 if unknown. */
-static double task_flops(const char *task)
+/* Nominal flops of a task into *f (0 if unknown); 1 if tunekit's operator
+ * declares them (0 for a reorder, which does none), 0 for an imported task
+ * without a flops figure. */
+static int task_flops(const char *task, double *f)
 {
 	te_prog *p;
-	double f = 0;
-	if (!te_task_parse(task, &p)) {
-		f = p->flops;
-		te_prog_free(p);
-	}
-	return f;
+	*f = 0;
+	if (te_task_parse(task, &p))
+		return 0;
+	*f = p->flops;
+	te_prog_free(p);
+	return 1;
 }
 
 int rp_aggregate(const rp_run *r, int n, const char *const *aTask, const double *aWeight,
@@ -309,10 +311,13 @@ int rp_aggregate(const rp_run *r, int n, const char *const *aTask, const double 
 		double w = aWeight ? aWeight[j] : 1;
 		aSlot[j] = rp_run_find(r, aTask[j]);
 		aBest[j] = -1;
-		double f = aSlot[j] >= 0 ? r->curve[aSlot[j]].flops : task_flops(aTask[j]);
+		double f;
+		int declared = task_flops(aTask[j], &f);
+		if (aSlot[j] >= 0)
+			f = r->curve[aSlot[j]].flops;
 		if (f > 0)
 			flops += w * f;
-		else
+		else if (!declared)
 			anyNoFlops = 1;
 		if (aSlot[j] < 0) {
 			out->nmissing++;

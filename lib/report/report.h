@@ -26,7 +26,9 @@
  *     (a network, or the tasks every compared run covered, weight 1): after
  *     each measurement of the run its latency is the weighted sum of the
  *     tasks' best latencies so far, defined once every task has a valid
- *     measurement; its trials count every measurement of the run.
+ *     measurement; its trials count every measurement of the run; its
+ *     flops are the weighted sum of its tasks' (a reorder, layout_transform,
+ *     adds none), and it is in 1/s if a task's flops are unknown.
  */
 #ifndef TK_REPORT_H
 #define TK_REPORT_H
@@ -274,5 +276,23 @@ void rp_xml_escape(tk_sb *sb, const char *text);
  * of 1, 2 or 5 times a power of ten giving at most max ticks; fills
  * aTick[0..*n) (at most max) within [lo, hi] and returns the step. */
 double rp_ticks(double lo, double hi, int max, double *aTick, int *n);
+
+/* ---- layouts (layout.c) ----------------------------------------------- */
+
+/* A network's estimate on one hardware: the sum of weight x best median
+ * over the ntuned of its ntask tasks that have a valid record there. */
+typedef struct rp_estimate {
+	double latency;
+	int ntuned, ntask;
+} rp_estimate;
+
+/* The estimate of net on hardware hw (> 0) into *out. TK_ENOMEM, or the
+ * store's error. */
+int rp_net_estimate(tk_store *st, int64_t hw, const tk_network *net, rp_estimate *out);
+
+/* Which of the n estimates --layout auto runs: the smallest latency among
+ * those with every task tuned (a partial sum is no estimate); -1 if none
+ * is complete. */
+int rp_layout_choose(const rp_estimate *e, int n);
 
 #endif

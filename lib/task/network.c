@@ -35,6 +35,38 @@ void net_free(tk_network *n)
 	free(n);
 }
 
+int net_union(const tk_network *const *aNet, int nnet, tk_network **out)
+{
+	int cap = 0;
+	*out = NULL;
+	for (int v = 0; v < nnet; v++)
+		cap += aNet[v]->n;
+	tk_network *u = calloc(1, sizeof *u);
+	if (!u || !(u->task = calloc((size_t)cap + 1, sizeof *u->task)) ||
+	    !(u->name = strdup(nnet ? aNet[0]->name : ""))) {
+		net_free(u);
+		return tk_seterr(TK_ENOMEM, "out of memory");
+	}
+	for (int v = 0; v < nnet; v++)
+		for (int i = 0; i < aNet[v]->n; i++) {
+			const net_task *t = &aNet[v]->task[i];
+			int j = 0;
+			while (j < u->n && strcmp(u->task[j].task, t->task))
+				j++;
+			if (j < u->n) {
+				if (t->weight > u->task[j].weight)
+					u->task[j].weight = t->weight;
+			} else if (!(u->task[u->n].task = strdup(t->task))) {
+				net_free(u);
+				return tk_seterr(TK_ENOMEM, "out of memory");
+			} else {
+				u->task[u->n++].weight = t->weight;
+			}
+		}
+	*out = u;
+	return TK_OK;
+}
+
 static int parse(const char *where, const char *text, tk_network *n)
 {
 	int lineno = 0, header = 0, cap = 0;

@@ -31,6 +31,12 @@ void net_free(tk_network *n);
  * Errors as net_load(). Free with net_free(). */
 int net_parse(const char *where, const char *name, const char *text, tk_network **out);
 
+/* The tasks of the nnet networks aNet[] as one network *out named after
+ * the first: each task once, in the order met, at its largest weight (how
+ * --layout auto tunes two variants of a network on one budget). TK_ENOMEM.
+ * Free with net_free(). */
+int net_union(const tk_network *const *aNet, int nnet, tk_network **out);
+
 /* Names of the built-in networks, NULL-terminated. */
 const char *const *net_builtin(void);
 

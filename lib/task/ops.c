@@ -19,12 +19,16 @@
  *                               one computation; READ is NAME[IDX, ...] over
  *                               the stage's axes; the last stage is the output
  *   vector AXIS                 the last stage's spatial axis AXIS is always
- *                               vectorised, whole (a blocked layout's block)
+ *                               vectorised, whole (a blocked layout's block);
+ *                               an AXIS of extent 1 (a block of 1) leaves the
+ *                               choice to the template
  *   divides A B                 parameter A must divide parameter B
  *   flops EXPR                  nominal FLOPs if not the sum over stages
  *
  * EXPR: integers, names, + - * / % (floor), parentheses, and in indices
  * ediv(a, b): exact division (the read is 0 when b does not divide a).
+ * A stage of one read and no reduction does no FLOPs (flops 0: a reorder is
+ * measured by its latency alone).
  * Layouts are NCHW / NCW; dense and batch_matmul are C = A * B with B laid
  * out [k, n].
  *
@@ -77,14 +81,16 @@ const te_opdecl te_ops[] = {
 	  " y*stride + ry*dilation - pad, x*stride_w + rx*dilation_w - pad_l]"
 	  " * W[f, rc, ry, rx] over rc:c/groups ry:r rx:s\n" },
 	{ "conv2d_nchwc", "conv2d in blocked layouts: I[n,c/cb,h,w,cb], W[k/kb,c/cb,r,s,cb,kb] -> O[n,k/kb,oh,ow,kb]",
-	  "params n=1 c h w k r=3 s=3 stride=1 pad=0 cb=16 kb=16\n"
+	  "params n=1 c h w k r=3 s=3 stride=1 pad=0 cb=16 kb=16 | stride_w=stride dilation=1"
+	  " dilation_w=dilation pad_l=pad pad_b=pad pad_r=pad_l\n"
 	  "divides cb c\n"
 	  "divides kb k\n"
-	  "let oh = (h + 2*pad - r)/stride + 1\n"
-	  "let ow = (w + 2*pad - s)/stride + 1\n"
+	  "let oh = (h + pad + pad_b - dilation*(r - 1) - 1)/stride + 1\n"
+	  "let ow = (w + pad_l + pad_r - dilation_w*(s - 1) - 1)/stride_w + 1\n"
 	  "input I[n, c/cb, h, w, cb]\n"
 	  "input W[k/kb, c/cb, r, s, cb, kb]\n"
-	  "stage O[b:n, fo:k/kb, y:oh, x:ow, fi:kb] += I[b, rco, y*stride + ry - pad, x*stride + rx - pad, rci]"
+	  "stage O[b:n, fo:k/kb, y:oh, x:ow, fi:kb] += I[b, rco, y*stride + ry*dilation - pad,"
+	  " x*stride_w + rx*dilation_w - pad_l, rci]"
 	  " * W[fo, rco, ry, rx, rci, fi] over rco:c/cb ry:r rx:s rci:cb\n"
 	  "vector fi\n" },
 	{ "conv2d_transpose", "transposed 2-d convolution, W[c,k/groups,r,s]",
@@ -141,14 +147,23 @@ const te_opdecl te_ops[] = {
 	  "stage O[b:n, f:c, y:oh, x:ow] += I[b, f, y*stride + ry*dilation - pad,"
 	  " x*stride_w + rx*dilation_w - pad_l] * W[f, 0, ry, rx] over ry:r rx:s\n" },
 	{ "depthwise_conv2d_nchwc", "depthwise_conv2d in blocked layouts: I[n,c/cb,h,w,cb], W[c/cb,r,s,cb] -> O[n,c/cb,oh,ow,cb]",
-	  "params n=1 c h w r=3 s=3 stride=1 pad=0 cb=16\n"
+	  "params n=1 c h w r=3 s=3 stride=1 pad=0 cb=16 | stride_w=stride dilation=1"
+	  " dilation_w=dilation pad_l=pad pad_b=pad pad_r=pad_l\n"
 	  "divides cb c\n"
-	  "let oh = (h + 2*pad - r)/stride + 1\n"
-	  "let ow = (w + 2*pad - s)/stride + 1\n"
+	  "let oh = (h + pad + pad_b - dilation*(r - 1) - 1)/stride + 1\n"
+	  "let ow = (w + pad_l + pad_r - dilation_w*(s - 1) - 1)/stride_w + 1\n"
 	  "input I[n, c/cb, h, w, cb]\n"
 	  "input W[c/cb, r, s, cb]\n"
-	  "stage O[b:n, fo:c/cb, y:oh, x:ow, fi:cb] += I[b, fo, y*stride + ry - pad, x*stride + rx - pad, fi]"
+	  "stage O[b:n, fo:c/cb, y:oh, x:ow, fi:cb] += I[b, fo, y*stride + ry*dilation - pad,"
+	  " x*stride_w + rx*dilation_w - pad_l, fi]"
 	  " * W[fo, ry, rx, fi] over ry:r rx:s\n"
+	  "vector fi\n" },
+	{ "layout_transform", "reorder between channel blocks: I[n,c/ib,h,w,ib] -> O[n,c/ob,h,w,ob] (block 1 = NCHW)",
+	  "params n=1 c h w ib=1 ob=16\n"
+	  "divides ib c\n"
+	  "divides ob c\n"
+	  "input I[n, c/ib, h, w, ib]\n"
+	  "stage O[b:n, fo:c/ob, y:h, x:w, fi:ob] = I[b, (fo*ob + fi)/ib, y, x, (fo*ob + fi)%ib]\n"
 	  "vector fi\n" },
 };
 

@@ -757,7 +757,7 @@ static void instantiate(parser *ps, const te_opdecl *d, const char *args)
 					a = i;
 			if (a < 0)
 				fail(ps, "vector: '%s' is not a spatial axis of the last stage", id);
-			st->vector = a;
+			st->vector = st->axis[a].extent > 1 ? a : -1; /* a block of 1: no block */
 		} else if (accept(ps, "divides")) {
 			const char *a = ident(ps), *b = ident(ps);
 			const name *na = lookup(ps, a), *nb = lookup(ps, b);

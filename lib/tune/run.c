@@ -589,6 +589,7 @@ static void report(tn_job *J, tn_task *t)
 	s.done = J->used;
 	s.total = o->trials;
 	s.best_gflops = t->best_thr * (t->flops > 0 ? 1e-9 : 1);
+	s.per_second = !(t->flops > 0);
 	s.invalid = J->used ? (double)J->invalid / (double)J->used : 0;
 	s.elapsed = tk_now() - J->start;
 	s.eta = J->used ? s.elapsed / (double)J->used * (double)(o->trials - J->used) : 0;

@@ -223,6 +223,7 @@ typedef struct tn_status {
 	const char *task;         /* current task */
 	int64_t done, total;      /* trials */
 	double best_gflops;       /* of the current task (1/s units if no flops) */
+	int per_second;           /* best_gflops is in 1/s: the task has no flops */
 	double invalid;           /* share of invalid trials so far */
 	double elapsed, eta;      /* seconds */
 	double net_latency;       /* estimated network latency, < 0 if not a network */

@@ -1,6 +1,7 @@
 /* ONNX models (tunekit import onnx, --network MODEL.onnx): read from
  * memory, inputs of odd length with --input x=1x3x8x8; what the reader
- * prints, when it succeeds, must be a network file net_parse takes whole. */
+ * prints, when it succeeds, must be a network file net_parse takes whole,
+ * and so must its blocked layout's variant. */
 #include "fuzz.h"
 #include "import/onnx.h"
 #include "task/network.h"
@@ -22,6 +23,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < net->n; i++)
 			if (!(net->task[i].weight >= 1))
 				abort();
+		net_free(net);
+		/* every block divides its channels: the blocked variant of a
+		 * model read whole is read too, and parses back */
+		free(tsv);
+		tsv = NULL;
+		if (onnx_read_layout(data, size, "fuzz.onnx", &in, (int)(size & 1), ONNX_LAYOUT_BLOCKED,
+		                     &tsv) != TK_OK ||
+		    net_parse("fuzz.onnx", "fuzz", tsv, &net) != TK_OK)
+			abort();
 		net_free(net);
 	}
 	free(tsv);

@@ -29,6 +29,8 @@ static const char *const tasks[] = {
 	"depthwise_conv2d:c=5,h=13,w=9,r=3,s=3,stride=2,pad=1",
 	"conv2d_nchwc:c=6,h=7,w=5,k=8,cb=3,kb=4,stride=2,pad=1",
 	"depthwise_conv2d_nchwc:c=8,h=9,w=7,cb=4,pad=1",
+	"layout_transform:c=8,h=5,w=3,ib=1,ob=4",
+	"layout_transform:n=2,c=6,h=3,w=7,ib=3,ob=1",
 	"conv2d_winograd:c=3,h=7,w=9,k=4,m=2",
 	"conv2d_winograd:c=2,h=10,w=6,k=3,m=4,pad=2",
 };

@@ -260,6 +260,7 @@ TEST(test_every_op_contract)
 		"conv2d:c=3,h=9,w=9,k=4,stride=2,r=1,s=1", "conv2d:n=2,c=64,h=56,w=56,k=64,pad=1",
 		"conv2d_nchwc:c=4,h=6,w=5,k=6,cb=2,kb=3,pad=1",
 		"depthwise_conv2d_nchwc:c=6,h=7,w=5,cb=3,pad=1",
+		"layout_transform:c=32,h=5,w=7,ib=1,ob=16", "layout_transform:c=6,h=5,w=4,ib=3,ob=1",
 	};
 	float *v = malloc(sizeof *v * FEAT_GRAPH_LEN), *w = malloc(sizeof *w * FEAT_GRAPH_LEN);
 	tk_rng r;

@@ -307,7 +307,8 @@ TEST(test_every_op_contract)
 		"depthwise_conv2d:n=2,c=3,h=7,w=5,pad=1", "dense_relu:m=5,n=3,k=7", "dense:m=1,n=64,k=9",
 		"conv2d:n=2,c=3,h=9,w=9,k=4,stride=2", "conv2d:c=64,h=56,w=56,k=64,pad=1",
 		"depthwise_conv2d_nchwc:n=2,c=6,h=7,w=5,cb=3,pad=1",
-		"conv2d_winograd:c=8,h=14,w=14,k=8,m=4",
+		"conv2d_winograd:c=8,h=14,w=14,k=8,m=4", "layout_transform:n=2,c=32,h=5,w=7,ob=16",
+		"layout_transform:c=6,h=5,w=4,ib=3,ob=1",
 	};
 	for (int i = 0; i < ArraySize(tasks); i++)
 		check_contract(tasks[i], 40);

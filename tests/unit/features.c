@@ -325,6 +325,7 @@ TEST(test_every_op_fixed_length)
 		"conv2d_winograd:c=8,h=14,w=14,k=8,m=4", "dense_relu:m=5,n=3,k=7", "dense:m=1,n=64,k=9",
 		"conv2d:c=3,h=9,w=9,k=4,stride=2,r=1,s=1", "conv2d_nchwc:c=4,h=6,w=5,k=6,cb=2,kb=3,pad=1",
 		"depthwise_conv2d_nchwc:c=6,h=7,w=5,cb=3,pad=1",
+		"layout_transform:c=32,h=5,w=7,ib=1,ob=16", "layout_transform:c=6,h=5,w=4,ib=3,ob=1",
 	};
 	for (int i = 0; i < ArraySize(tasks); i++)
 		check_fixed_length(tasks[i], 30, 0);

@@ -7,6 +7,8 @@
  * output_0.pb. Node tests of features tunekit cannot express are listed
  * as refusals. Shape inference alone against every node test the reader
  * follows. Without the package the node tests are skipped, saying so.
+ * The blocked layout's variant of models of data/models: its convolutions
+ * those of the hand-written data/networks/NAME-nchwc.tsv, and its reorders.
  *
  * Shape key: M N K of a matrix product (A[M,K] * B[K,N]).
  */
@@ -290,7 +292,9 @@ static float *transposed(const tensor *t)
 	return v;
 }
 
-static void node_test(const struct node_test *nt)
+/* Node test nt read in layout (ONNX_LAYOUT_*): its one task's output
+ * shape, and the reference on the test's inputs against output_0.pb. */
+static void node_test(const struct node_test *nt, int layout)
 {
 	char path[512], *tsv = NULL;
 	tk_network *net = NULL;
@@ -298,7 +302,7 @@ static void node_test(const struct node_test *nt)
 	tensor in[3], out;
 	int nin = 0;
 	snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_DIR, nt->name);
-	int rc = onnx_import(path, NULL, 0, &tsv);
+	int rc = onnx_import_layout(path, NULL, 0, layout, &tsv);
 	if (nt->expect == REFUSE) {
 		if (rc != TK_EINVAL)
 			fprintf(stderr, "%s: expected a refusal, got %d\n", nt->name, rc);
@@ -337,11 +341,12 @@ static void node_test(const struct node_test *nt)
 	 * product's batch dimensions flatten into b) */
 	const te_tensor *to = &p->tensor[p->output];
 	CHECK_EQ_INT(to->size, out.n);
-	int nd = to->ndim < out.ndim ? to->ndim : out.ndim;
+	int tnd = to->ndim - (layout == ONNX_LAYOUT_BLOCKED); /* less the block of 1 */
+	int nd = tnd < out.ndim ? tnd : out.ndim;
 	for (int i = 1; i <= nd; i++)
-		if (to->shape[to->ndim - i] != out.dim[out.ndim - i]) {
+		if (to->shape[tnd - i] != out.dim[out.ndim - i]) {
 			fprintf(stderr, "%s: %s: dimension -%d is %lld, output_0.pb's %lld\n", nt->name,
-			        p->key, i, (long long)to->shape[to->ndim - i], (long long)out.dim[out.ndim - i]);
+			        p->key, i, (long long)to->shape[tnd - i], (long long)out.dim[out.ndim - i]);
 			CHECK(0);
 		}
 	/* the reference on the test's inputs, laid out as the task wants */
@@ -403,7 +408,13 @@ TEST(onnx_node_tests)
 		return;
 	}
 	for (size_t i = 0; i < ArraySize(node_tests); i++)
-		node_test(&node_tests[i]);
+		node_test(&node_tests[i], ONNX_LAYOUT_NCHW);
+	/* their convolutions have one channel: in the blocked layout (a block
+	 * of 1, the same memory, no reorder) depthwise_conv2d_nchwc with its
+	 * strides and asymmetric pads computes ONNX's output too */
+	for (size_t i = 0; i < ArraySize(node_tests); i++)
+		if (strstr(node_tests[i].name, "_conv_"))
+			node_test(&node_tests[i], ONNX_LAYOUT_BLOCKED);
 }
 
 /* Shape inference alone against every node test of the package: where
@@ -495,4 +506,122 @@ TEST(read_memory)
 	}
 }
 
-UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory)
+
+/* ---- the blocked layout ------------------------------------------------ */
+
+/* Weight of task in net, 0 if absent. */
+static double weight_of(const tk_network *net, const char *task)
+{
+	for (int i = 0; i < net->n; i++)
+		if (!strcmp(net->task[i].task, task))
+			return net->task[i].weight;
+	return 0;
+}
+
+/* The blocked variant of data/models/NAME.onnx: every task but the
+ * reorders is the hand-written nchwc network's (when given), and the
+ * reorders are exactly reorders[0, nre) (task, weight). */
+static void check_blocked(const char *name, const char *nchwc, const char *const *reorders,
+                          const double *weights, int nre)
+{
+	char path[256];
+	tk_network *net = NULL, *want = NULL;
+	snprintf(path, sizeof path, "data/models/%s.onnx", name);
+	int rc = onnx_net_load_layout(path, ONNX_LAYOUT_BLOCKED, &net);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", path, tk_errmsg());
+	CHECK_EQ_INT(rc, TK_OK);
+	if (!net)
+		return;
+	int nlt = 0;
+	for (int i = 0; i < net->n; i++)
+		nlt += !strncmp(net->task[i].task, "layout_transform:", 17);
+	CHECK_EQ_INT(nlt, nre);
+	for (int i = 0; i < nre; i++) {
+		if (weight_of(net, reorders[i]) != weights[i])
+			fprintf(stderr, "%s: %s has weight %g\n", name, reorders[i],
+			        weight_of(net, reorders[i]));
+		CHECK_NEAR(weight_of(net, reorders[i]), weights[i], 0);
+	}
+	if (nchwc) {
+		CHECK_EQ_INT(net_load(nchwc, &want), TK_OK);
+		CHECK_EQ_INT(net->n - nlt, want ? want->n : -1);
+		for (int i = 0; want && i < want->n; i++)
+			CHECK_NEAR(weight_of(net, want->task[i].task), want->task[i].weight, 0);
+		if (want)
+			net_free(want);
+	}
+	net_free(net);
+}
+
+TEST(layout_blocked)
+{
+	/* block(3) is 3 (all channels below 16): NCHW -> NCHW3c at the input;
+	 * the global pool leaves 1x1, so the classifier reads it as it is */
+	check_blocked("resnet-18", "resnet-18-nchwc",
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
+	              (double[]){ 1 }, 1);
+	/* depthwise convolutions; the residual Adds keep the block */
+	check_blocked("mobilenet-v2", "mobilenet-v2-nchwc",
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
+	              (double[]){ 1 }, 1);
+	/* the transition layers' Pad keeps the block, and so does each dense
+	 * block's Concat of whole blocks */
+	check_blocked("densenet-121", NULL,
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224" },
+	              (double[]){ 1 }, 1);
+	/* Flatten of 256x6x6 needs NCHW back */
+	check_blocked("alexnet", NULL,
+	              (const char *[]){ "layout_transform:c=3,h=224,ib=1,n=1,ob=3,w=224",
+	                                "layout_transform:c=256,h=6,ib=16,n=1,ob=1,w=6" },
+	              (double[]){ 1, 1 }, 2);
+	/* a built-in network finds its compiled-in graph: the variant of the
+	 * file; one without a graph (no convolutions, a TSV) is refused */
+	tk_network *net = NULL, *file = NULL;
+	CHECK_EQ_INT(onnx_net_load_layout("resnet-18", ONNX_LAYOUT_BLOCKED, &net), TK_OK);
+	CHECK_EQ_INT(onnx_net_load_layout("data/models/resnet-18.onnx", ONNX_LAYOUT_BLOCKED, &file),
+	             TK_OK);
+	CHECK(net && file && net->n == file->n);
+	for (int i = 0; net && file && i < net->n && i < file->n; i++)
+		CHECK_EQ_STR(net->task[i].task, file->task[i].task);
+	if (net)
+		net_free(net);
+	if (file)
+		net_free(file);
+	net = NULL;
+	CHECK_EQ_INT(onnx_net_load_layout("bert-tiny", ONNX_LAYOUT_BLOCKED, &net), TK_EINVAL);
+	CHECK(net == NULL);
+	CHECK(strstr(tk_errmsg(), "a layout needs the graph") != NULL);
+	CHECK_EQ_INT(onnx_net_load_layout("data/networks/resnet-18-nchwc.tsv", ONNX_LAYOUT_BLOCKED,
+	                                  &net), TK_EINVAL);
+}
+
+/* --layout auto tunes the union of the variants: each task once, at its
+ * larger weight, in the order met. */
+TEST(layout_union)
+{
+	tk_network *a = NULL, *b = NULL, *u = NULL;
+	CHECK_EQ_INT(net_parse("a", "a", "weight\ttask\n2\tdense:m=1,n=2,k=3\n1\tdense:m=4,n=4,k=4\n",
+	                       &a), TK_OK);
+	CHECK_EQ_INT(net_parse("b", "b", "weight\ttask\n1\tdense:m=1,n=2,k=3\n3\tdense:m=4,n=4,k=4\n"
+	                       "1\tlayout_transform:c=16,h=2,w=2\n", &b), TK_OK);
+	if (!a || !b)
+		return;
+	const tk_network *v[] = { a, b };
+	CHECK_EQ_INT(net_union(v, 2, &u), TK_OK);
+	CHECK(u && u->n == 3);
+	if (u && u->n == 3) {
+		CHECK_EQ_STR(u->name, "a");
+		CHECK_EQ_STR(u->task[0].task, "dense:k=3,m=1,n=2");
+		CHECK_NEAR(u->task[0].weight, 2, 0);
+		CHECK_NEAR(u->task[1].weight, 3, 0);
+		CHECK_EQ_STR(u->task[2].task, "layout_transform:c=16,h=2,ib=1,n=1,ob=16,w=2");
+		CHECK_NEAR(u->task[2].weight, 1, 0);
+	}
+	net_free(u);
+	net_free(a);
+	net_free(b);
+}
+
+UNIT_MAIN(conv_task_strings, input_parse, onnx_node_tests, onnx_node_shapes, read_memory,
+          layout_blocked, layout_union)

@@ -67,6 +67,7 @@ TEST(test_every_op_parses)
 		"conv2d_winograd:c=2,h=5,w=6,k=3", "conv2d_winograd:c=2,h=6,w=6,k=3,m=4",
 		"dense:m=3,n=4,k=5", "dense_relu:m=3,n=4,k=5", "depthwise_conv2d:c=3,h=5,w=5,pad=1",
 		"conv2d_nchwc:c=4,h=5,w=5,k=6,cb=2,kb=3", "depthwise_conv2d_nchwc:c=4,h=5,w=5,cb=2",
+		"layout_transform:c=4,h=3,w=2,ib=1,ob=4",
 	};
 	CHECK_EQ_INT(ArraySize(tasks), te_nops + 1);
 	for (int i = 0; i < ArraySize(tasks); i++) {
@@ -333,6 +334,46 @@ TEST(test_ref_blocked_equals_plain)
 	              "conv2d_nchwc:c=4,h=5,w=5,k=6,r=1,s=1,cb=4,kb=6", 0);
 	check_blocked("depthwise_conv2d:n=2,c=6,h=6,w=7,stride=2,pad=1",
 	              "depthwise_conv2d_nchwc:n=2,c=6,h=6,w=7,stride=2,pad=1,cb=3", 1);
+	/* the optional parameters real layers need: per-axis stride and
+	 * dilation, per-side pads */
+	check_blocked("conv2d:c=4,h=9,w=8,k=6,r=3,s=2,stride=2,stride_w=1,dilation=2,dilation_w=3,"
+	              "pad=1,pad_l=2,pad_b=0,pad_r=1",
+	              "conv2d_nchwc:c=4,h=9,w=8,k=6,r=3,s=2,stride=2,stride_w=1,dilation=2,"
+	              "dilation_w=3,pad=1,pad_l=2,pad_b=0,pad_r=1,cb=2,kb=3", 0);
+	check_blocked("depthwise_conv2d:c=6,h=8,w=9,r=3,s=3,stride=1,stride_w=2,dilation=2,"
+	              "pad=2,pad_l=0,pad_b=1,pad_r=2",
+	              "depthwise_conv2d_nchwc:c=6,h=8,w=9,r=3,s=3,stride=1,stride_w=2,dilation=2,"
+	              "pad=2,pad_l=0,pad_b=1,pad_r=2,cb=3", 1);
+}
+
+/* layout_transform moves every element from block ib to block ob and
+ * computes nothing: no FLOPs; a block of 1 leaves vectorising free. */
+TEST(test_layout_transform)
+{
+	static const int64_t ab[][2] = { { 1, 3 }, { 2, 3 }, { 6, 1 }, { 3, 3 } };
+	for (int t = 0; t < ArraySize(ab); t++) {
+		char task[80];
+		int64_t ib = ab[t][0], ob = ab[t][1], N = 2, C = 6, hw = 3 * 5;
+		snprintf(task, sizeof task, "layout_transform:n=2,c=6,h=3,w=5,ib=%lld,ob=%lld",
+		         (long long)ib, (long long)ob);
+		te_prog *p;
+		float **in;
+		double *got = reference(task, &p, &in);
+		if (!got)
+			continue;
+		CHECK_NEAR(p->flops, 0, 0);
+		CHECK_EQ_INT(p->stage[p->nstage - 1].vector, ob > 1 ? 4 : -1);
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t c = 0; c < C; c++)
+				for (int64_t i = 0; i < hw; i++)
+					CHECK_NEAR(got[blk(n, c, i, C, hw, ob)],
+					           in[0][blk(n, c, i, C, hw, ib)], 0);
+		free(got);
+		free_inputs(p, in);
+	}
+	te_prog *p;
+	CHECK_EQ_INT(te_task_parse("layout_transform:c=6,h=2,w=2,ob=4", &p), TK_EINVAL);
+	CHECK_EQ_STR(tk_errmsg(), "layout_transform: ob=4 must divide c=6");
 }
 
 TEST(test_optional_params_key)
@@ -515,6 +556,6 @@ TEST(test_ref_grouped_transpose_by_scatter)
 UNIT_MAIN(test_parse_dense, test_parse_defaults, test_parse_errors, test_every_op_parses,
           test_ref_dense_by_hand, test_ref_conv_padding_by_hand, test_ref_blocks_to_the_bit,
           test_ref_transpose_by_scatter,
-          test_ref_winograd_equals_direct, test_divides_message, test_ref_blocked_equals_plain,
+          test_ref_winograd_equals_direct, test_divides_message, test_ref_blocked_equals_plain, test_layout_transform,
           test_optional_params_key, test_optional_params_keep_programs,
           test_ref_general_conv_by_hand, test_ref_grouped_transpose_by_scatter)

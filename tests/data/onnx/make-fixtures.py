@@ -38,7 +38,7 @@ def model(nodes, inputs, outputs, inits=(), opset=13, check=True):
 # with per-side padding left out (plain convolutions only), a second Conv of
 # the same shape (weight 2), GlobalAveragePool, Flatten, Gemm+Relu
 # (dense_relu), Gemm (dense). Weights are initializers, their values zero.
-def tiny_cnn():
+def tiny_cnn(batch="N"):
     f = np.float32
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1",
@@ -67,7 +67,7 @@ def tiny_cnn():
         init("fw1", np.zeros((32, 16), f)), init("fb1", np.zeros(32, f)),
         init("fw2", np.zeros((10, 32), f)), init("fb2", np.zeros(10, f)),
     ]
-    return model(nodes, [vi("x", ["N", 3, 32, 32])], [vi("y", ["N", 10])], inits)
+    return model(nodes, [vi("x", [batch, 3, 32, 32])], [vi("y", [batch, 10])], inits)
 
 
 # Shape arithmetic as exporters write it: Shape -> Gather -> Unsqueeze ->
@@ -225,6 +225,8 @@ def huge_head():
 
 
 save(tiny_cnn(), "tiny-cnn.onnx")
+# batch 1, for --network (no --input there): tests/t0140-layout.sh
+save(tiny_cnn(1), "tiny-cnn-1.onnx")
 save(shape_chain(11), "shape-chain-11.onnx")
 save(shape_chain(13), "shape-chain-13.onnx")
 save(symbolic(), "symbolic.onnx")
