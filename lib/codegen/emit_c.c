@@ -18,6 +18,8 @@
 #include <string.h>
 
 #define LIN_MAX 32
+#define REG_TILE_ROLLED 8  /* accumulator vectors from which the loops inside
+                              a register tile are not unrolled by GCC */
 #define EXPAND_MAX 512      /* operations that unrolling (explicit or by
                                pragma, nested) may ask of the compiler: a
                                register tile of 32 vectors takes about 200;
@@ -57,6 +59,7 @@ typedef struct cg {
 	int vw;             /* chunk width inside vloop; 1 = scalar */
 	int64_t mult;       /* product of the unroll pragmas around the point */
 	int ntmp;
+	int64_t regtile;    /* floats of the register tiles around the point */
 } cg;
 
 typedef struct lin {
@@ -890,6 +893,14 @@ static void emit_for(cg *g, const ir_stmt *s)
 		} else {
 			n = 1;
 		}
+	} else if (!par && s->ann == ANN_NONE && g->regtile >= REG_TILE_ROLLED * g->o->vlen) {
+		/* a loop around the FMAs of a register tile of many
+		 * accumulators stays a loop: GCC unrolls a short reduction
+		 * (the 3 taps of a kernel row), interleaves the copies to share
+		 * their loads and spills accumulators to the stack, a store and
+		 * a load on each one's dependency chain */
+		line(g);
+		tk_sb_puts(g->sb, "#pragma GCC unroll 1\n");
 	}
 	line(g);
 	tk_sb_printf(g->sb, "for (long %s = ", name);
@@ -927,7 +938,9 @@ static void emit_alloc(cg *g, const ir_stmt *s)
 		if (L->owner) {
 			g->sb = &body;
 			g->depth++;
+			g->regtile += b->size;
 			emit_stmts(g, s->body);
+			g->regtile -= b->size;
 			g->depth--;
 			g->sb = saved;
 		} else {

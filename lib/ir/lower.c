@@ -403,8 +403,21 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 	int64_t shape[IR_MAXDIM], top;
 	int nd = 0, restricted = 0;
 	pk->at = ss->pack_at[r] >= 0 ? leaf_pos(ss, ss->pack_at[r]) : -1;
-	for (int a = 0; a < st->naxis; a++)
+	/* a spatial axis split into parts that do not divide it runs to the
+	 * parts' product: a whole last tile (full_tile) reads the packed
+	 * copy that far, and the packing fills what lies past the source
+	 * with zeros */
+	for (int a = 0; a < st->naxis; a++) {
 		ext[a] = st->axis[a].extent;
+		const iv *v = &ss->ivs[a];
+		if (!st->axis[a].reduce && v->split >= 0) {
+			int64_t whole = 1;
+			for (int l = v->split; l < v->split + ss->ivs[v->split].nparts; l++)
+				whole *= ss->ivs[l].extent;
+			if (whole > ext[a])
+				ext[a] = whole;
+		}
+	}
 	pk->ndim = t->ndim;
 	for (int d = 0; d < t->ndim; d++) {
 		const te_expr *e = rd->idx[d];
@@ -737,8 +750,11 @@ static void tighten(stage_ctx *c, int l, int pos, ir_stmt *s)
  * whole, reading zeros past the edge, and only the write-back is guarded,
  * as BLAS micro-kernels do. That is safe where every read that depends on
  * the axis either checks its range (unpacked reads are guarded wherever
- * the range analysis cannot rule an overrun out) or reads a packed panel
- * tiled by this very part, whose padding the packing filled with zeros. */
+ * the range analysis cannot rule an overrun out), reads a packed panel
+ * tiled by this very part, whose padding the packing filled with zeros, or
+ * reads a packed copy along an expression of the axis (a convolution's
+ * input window, x*stride + rx - pad), which pack_layout makes long enough
+ * for the whole last tile and fills past the source with zeros. */
 
 static int te_uses_axis(const te_expr *e, int a)
 {
@@ -760,10 +776,12 @@ static int full_tile(const stage_ctx *c, int l)
 		if (!c->ss->pack[r])
 			continue;
 		const te_read *rd = &c->st->read[r];
-		for (int d = 0; d < c->pk[r].ndim; d++)
-			if (te_uses_axis(rd->idx[d], v->axis) &&
-			    (c->pk[r].dim[d].kind != PD_SPLIT || c->pk[r].dim[d].axis != v->axis))
+		for (int d = 0; d < c->pk[r].ndim; d++) {
+			const pdim *pd = &c->pk[r].dim[d];
+			if (te_uses_axis(rd->idx[d], v->axis) && pd->kind != PD_CORE &&
+			    (pd->kind != PD_SPLIT || pd->axis != v->axis))
 				return 0;
+		}
 	}
 	return 1;
 }

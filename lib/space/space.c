@@ -23,10 +23,12 @@ static int cmp_i64(const void *a, const void *b)
 #define SP_TILE3_MAX 48
 
 /* Candidate factors of extent e: its divisors and the powers of two below
- * it, and for a spatial extent of at least 64 with no factor 3, 3 * 2^k up
- * to SP_TILE3_MAX (lowering computes such tiles whole and guards their
- * write-back); ascending and unique. Returns the count written to *out
- * (arena). */
+ * it, and for a spatial extent with no factor 3, 3 * 2^k up to
+ * SP_TILE3_MAX: every one for an extent of at least 64, and for a smaller
+ * one (a convolution's 56, 28 or 14 columns) those whose last tile pads the
+ * extent by at most an eighth (lowering computes such tiles whole and
+ * guards their write-back); ascending and unique. Returns the count written
+ * to *out (arena). */
 static int factor_cands(sp_space *s, int64_t e, int spatial, int64_t **outp)
 {
 	int n = 0, cap = 64;
@@ -42,9 +44,10 @@ static int factor_cands(sp_space *s, int64_t e, int spatial, int64_t **outp)
 		}
 	for (int64_t d = 1; d <= e; d *= 2)
 		out[n++] = d;
-	if (spatial && e >= 64 && e % 3)
-		for (int64_t d = 3; d <= SP_TILE3_MAX; d *= 2)
-			out[n++] = d;
+	if (spatial && e % 3)
+		for (int64_t d = 3; d <= SP_TILE3_MAX && d < e; d *= 2)
+			if (e >= 64 || 8 * ((e + d - 1) / d * d - e) <= e)
+				out[n++] = d;
 	qsort(out, (size_t)n, sizeof *out, cmp_i64);
 	int m = 0;
 	for (int i = 0; i < n; i++)
