@@ -18,8 +18,6 @@
 #include <string.h>
 
 #define LIN_MAX 32
-#define REG_TILE_ROLLED 8  /* accumulator vectors from which the loops inside
-                              a register tile are not unrolled by GCC */
 #define EXPAND_MAX 512      /* operations that unrolling (explicit or by
                                pragma, nested) may ask of the compiler: a
                                register tile of 32 vectors takes about 200;
@@ -893,12 +891,15 @@ static void emit_for(cg *g, const ir_stmt *s)
 		} else {
 			n = 1;
 		}
-	} else if (!par && s->ann == ANN_NONE && g->regtile >= REG_TILE_ROLLED * g->o->vlen) {
-		/* a loop around the FMAs of a register tile of many
-		 * accumulators stays a loop: GCC unrolls a short reduction
-		 * (the 3 taps of a kernel row), interleaves the copies to share
-		 * their loads and spills accumulators to the stack, a store and
-		 * a load on each one's dependency chain */
+	} else if (!par && s->ann == ANN_NONE && g->o->nvreg > 4 &&
+	           g->regtile >= (int64_t)(g->o->nvreg - 4) * g->o->vlen) {
+		/* A loop the unroll knob left alone (unroll=0) inside a
+		 * register tile that fills the register file stays a loop.
+		 * Unrolled by GCC's own choice, a kernel row's 3 taps are
+		 * interleaved to share their loads, and the accumulators spill
+		 * to the stack: a store and a load on every dependency chain
+		 * (2 vectors x 6 pixels on AVX2 ran 2.3x slower so). Where
+		 * unrolling pays, the knob asks for it by pragma. */
 		line(g);
 		tk_sb_puts(g->sb, "#pragma GCC unroll 1\n");
 	}

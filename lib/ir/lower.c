@@ -403,19 +403,16 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 	int64_t shape[IR_MAXDIM], top;
 	int nd = 0, restricted = 0;
 	pk->at = ss->pack_at[r] >= 0 ? leaf_pos(ss, ss->pack_at[r]) : -1;
-	/* a spatial axis split into parts that do not divide it runs to the
-	 * parts' product: a whole last tile (full_tile) reads the packed
-	 * copy that far, and the packing fills what lies past the source
-	 * with zeros */
+	/* a spatial axis whose innermost part does not divide it runs to a
+	 * multiple of that part: a whole last tile (full_tile) reads the
+	 * packed copy that far, and the packing fills what lies past the
+	 * source with zeros (the outer parts' tails are cut by their bounds) */
 	for (int a = 0; a < st->naxis; a++) {
 		ext[a] = st->axis[a].extent;
 		const iv *v = &ss->ivs[a];
 		if (!st->axis[a].reduce && v->split >= 0) {
-			int64_t whole = 1;
-			for (int l = v->split; l < v->split + ss->ivs[v->split].nparts; l++)
-				whole *= ss->ivs[l].extent;
-			if (whole > ext[a])
-				ext[a] = whole;
+			int64_t t = ss->ivs[v->split + ss->ivs[v->split].nparts - 1].extent;
+			ext[a] = (ext[a] + t - 1) / t * t;
 		}
 	}
 	pk->ndim = t->ndim;
