@@ -57,7 +57,6 @@ typedef struct cg {
 	int vw;             /* chunk width inside vloop; 1 = scalar */
 	int64_t mult;       /* product of the unroll pragmas around the point */
 	int ntmp;
-	int64_t regtile;    /* floats of the register tiles around the point */
 } cg;
 
 typedef struct lin {
@@ -891,15 +890,12 @@ static void emit_for(cg *g, const ir_stmt *s)
 		} else {
 			n = 1;
 		}
-	} else if (!par && s->ann == ANN_NONE && g->o->nvreg > 4 &&
-	           g->regtile >= (int64_t)(g->o->nvreg - 4) * g->o->vlen) {
-		/* A loop the unroll knob left alone (unroll=0) inside a
-		 * register tile that fills the register file stays a loop.
-		 * Unrolled by GCC's own choice, a kernel row's 3 taps are
-		 * interleaved to share their loads, and the accumulators spill
-		 * to the stack: a store and a load on every dependency chain
-		 * (2 vectors x 6 pixels on AVX2 ran 2.3x slower so). Where
-		 * unrolling pays, the knob asks for it by pragma. */
+	} else if (!par && s->rolled) {
+		/* the unroll knob's 1: GCC would unroll a kernel row's 3 taps,
+		 * interleave the copies to share their loads and spill the
+		 * accumulators of a tile that fills the register file, a store
+		 * and a load on every dependency chain (2 vectors x 6 pixels on
+		 * AVX2 ran 2.3x slower so) */
 		line(g);
 		tk_sb_puts(g->sb, "#pragma GCC unroll 1\n");
 	}
@@ -939,9 +935,7 @@ static void emit_alloc(cg *g, const ir_stmt *s)
 		if (L->owner) {
 			g->sb = &body;
 			g->depth++;
-			g->regtile += b->size;
 			emit_stmts(g, s->body);
-			g->regtile -= b->size;
 			g->depth--;
 			g->sb = saved;
 		} else {

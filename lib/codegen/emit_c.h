@@ -27,7 +27,6 @@
 typedef struct cg_opts {
 	int vlen;            /* float lanes of the widest vector: 16, 8 or 4 */
 	int threads;         /* > 1 emits OpenMP pragmas on parallel loops */
-	int nvreg;           /* vector registers (0: unknown) */
 	const char *comment; /* first comment of the file (may be NULL) */
 } cg_opts;
 

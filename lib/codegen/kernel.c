@@ -44,7 +44,7 @@ int kn_build(const sp_space *sp, const sp_config *c, const tk_target *t, int kee
 	for (char *p = comment; *p; p++)
 		if (p[0] == '*' && p[1] == '/')
 			p[0] = '_';
-	cg_opts o = { .vlen = t->vlen, .threads = t->threads, .nvreg = t->nvreg, .comment = comment };
+	cg_opts o = { .vlen = t->vlen, .threads = t->threads, .comment = comment };
 	rc = cg_emit_c(f, &o, &k->src);
 	if (keep_ir && !rc)
 		k->ir = f;

@@ -997,7 +997,8 @@ static int body_guards_on(const ir_stmt *s, const ir_stmt *l)
 }
 
 /* TVM's auto_unroll_max_step: unroll loops whose whole iteration count
- * (with the loops inside) is at most max. Returns the count of s's nest.
+ * (with the loops inside) is at most max; max 1 keeps the others rolled
+ * (the unroll knob's 1, space.c). Returns the count of s's nest.
  * With unroll_explicit, only the loops a padding guard depends on are
  * expanded in the C (the emitter then drops the reads of padding it can
  * tell apart, e.g. a depthwise kernel's edge taps); the others are left to
@@ -1019,6 +1020,8 @@ static int64_t auto_unroll(ir_stmt *s, int64_t max, int expl)
 		    ir_const(s->extent, &e)) {
 			s->ann = ANN_UNROLL;
 			s->explicit_unroll = expl && body_guards_on(s->body, s);
+		} else if (s->kind == IR_FOR && s->ann == ANN_NONE && max == 1) {
+			s->rolled = 1;
 		}
 		if (n > worst)
 			worst = n;

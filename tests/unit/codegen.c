@@ -273,6 +273,38 @@ TEST(test_whole_tiles)
 	                    "unroll_explicit=0;pack_I=0;pack_W=0", 0, "native");
 }
 
+/* The unroll knob's 1 keeps the loops around a register tile's FMAs
+ * rolled, where GCC would unroll the kernel row's taps and spill the
+ * accumulators of a tile that fills the register file; 0 leaves them to
+ * GCC. A tile of 6 of 56 columns pads the last tile by 4 (allowed: at most
+ * an eighth), one of 24 by 16 (not a candidate). */
+TEST(test_rolled_tiles)
+{
+	const char *t = "conv2d:c=8,h=5,w=7,k=64,pad=1";
+	const char *rolled = "tile_f=1x1x64;tile_y=5x1x1;tile_x=1x1x7;tile_rc=1x8;tile_ry=1x3;"
+	                     "tile_rx=1x3;order=0;vec=f;unroll=1;unroll_explicit=1;pack_I=1;pack_W=1";
+	const char *left = "tile_f=1x1x64;tile_y=5x1x1;tile_x=1x1x7;tile_rc=1x8;tile_ry=1x3;"
+	                   "tile_rx=1x3;order=0;vec=f;unroll=0;unroll_explicit=1;pack_I=1;pack_W=1";
+	CHECK(count_lines(t, rolled, 0, "#pragma GCC unroll 1") >= 3);
+	CHECK_EQ_INT(count_lines(t, left, 0, "#pragma GCC unroll 1"), 0);
+	check_configs(t, rolled, 0, "native");
+
+	ms_task *w;
+	sp_config c;
+	CHECK(!ms_task_open("conv2d:c=8,h=56,w=56,k=16,pad=1", 1, &w));
+	CHECK(!sp_parse(w->space, "tile_f=1x1x16;tile_y=56x1x1;tile_x=10x1x6;tile_rc=1x8;"
+	                          "tile_ry=1x3;tile_rx=1x3;order=0;vec=f;unroll=0;"
+	                          "unroll_explicit=1;pack_I=1;pack_W=1", &c));
+	CHECK(sp_parse(w->space, "tile_f=1x1x16;tile_y=56x1x1;tile_x=3x1x24;tile_rc=1x8;"
+	                         "tile_ry=1x3;tile_rx=1x3;order=0;vec=f;unroll=0;"
+	                         "unroll_explicit=1;pack_I=1;pack_W=1", &c));
+	ms_task_free(w);
+	check_configs("conv2d:c=8,h=56,w=56,k=16,pad=1",
+	              "tile_f=1x1x16;tile_y=56x1x1;tile_x=10x1x6;tile_rc=1x8;tile_ry=1x3;"
+	              "tile_rx=1x3;order=0;vec=f;unroll=0;unroll_explicit=1;pack_I=1;pack_W=1", 0,
+	              "native");
+}
+
 /* Order 2 puts the outer blocks of the axes the weight depends on
  * outermost, then the reduction blocks, and packs the weight inside them:
  * the panel one iteration reads, in a local buffer (a split dimension spans
@@ -445,5 +477,6 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_panels, test_unroll_budget, test_winograd,
-          test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles,
+          test_rolled_tiles, test_panels, test_unroll_budget, test_winograd, test_other_targets,
+          test_teardown)
