@@ -890,6 +890,14 @@ static void emit_for(cg *g, const ir_stmt *s)
 		} else {
 			n = 1;
 		}
+	} else if (!par && s->rolled) {
+		/* the unroll knob's 1: GCC would unroll a kernel row's 3 taps,
+		 * interleave the copies to share their loads and spill the
+		 * accumulators of a tile that fills the register file, a store
+		 * and a load on every dependency chain (2 vectors x 6 pixels on
+		 * AVX2 ran 2.3x slower so) */
+		line(g);
+		tk_sb_puts(g->sb, "#pragma GCC unroll 1\n");
 	}
 	line(g);
 	tk_sb_printf(g->sb, "for (long %s = ", name);

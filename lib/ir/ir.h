@@ -83,6 +83,7 @@ struct ir_stmt {
 	int64_t max_extent;        /* constant upper bound of extent */
 	int ann;                   /* ANN_* */
 	int explicit_unroll;       /* ANN_UNROLL: expand in the emitter (1) or pragma (0) */
+	int rolled;                /* ANN_NONE: kept a loop ('#pragma GCC unroll 1') */
 	ir_stmt *body;             /* IR_FOR and IR_ALLOC */
 	/* IR_STORE */
 	ir_buf *buf;               /* also IR_ALLOC: the local buffer */

@@ -403,8 +403,18 @@ static void pack_layout(lw *L, const te_stage *st, const stage_state *ss, const 
 	int64_t shape[IR_MAXDIM], top;
 	int nd = 0, restricted = 0;
 	pk->at = ss->pack_at[r] >= 0 ? leaf_pos(ss, ss->pack_at[r]) : -1;
-	for (int a = 0; a < st->naxis; a++)
+	/* a spatial axis whose innermost part does not divide it runs to a
+	 * multiple of that part: a whole last tile (full_tile) reads the
+	 * packed copy that far, and the packing fills what lies past the
+	 * source with zeros (the outer parts' tails are cut by their bounds) */
+	for (int a = 0; a < st->naxis; a++) {
 		ext[a] = st->axis[a].extent;
+		const iv *v = &ss->ivs[a];
+		if (!st->axis[a].reduce && v->split >= 0) {
+			int64_t t = ss->ivs[v->split + ss->ivs[v->split].nparts - 1].extent;
+			ext[a] = (ext[a] + t - 1) / t * t;
+		}
+	}
 	pk->ndim = t->ndim;
 	for (int d = 0; d < t->ndim; d++) {
 		const te_expr *e = rd->idx[d];
@@ -737,8 +747,11 @@ static void tighten(stage_ctx *c, int l, int pos, ir_stmt *s)
  * whole, reading zeros past the edge, and only the write-back is guarded,
  * as BLAS micro-kernels do. That is safe where every read that depends on
  * the axis either checks its range (unpacked reads are guarded wherever
- * the range analysis cannot rule an overrun out) or reads a packed panel
- * tiled by this very part, whose padding the packing filled with zeros. */
+ * the range analysis cannot rule an overrun out), reads a packed panel
+ * tiled by this very part, whose padding the packing filled with zeros, or
+ * reads a packed copy along an expression of the axis (a convolution's
+ * input window, x*stride + rx - pad), which pack_layout makes long enough
+ * for the whole last tile and fills past the source with zeros. */
 
 static int te_uses_axis(const te_expr *e, int a)
 {
@@ -760,10 +773,12 @@ static int full_tile(const stage_ctx *c, int l)
 		if (!c->ss->pack[r])
 			continue;
 		const te_read *rd = &c->st->read[r];
-		for (int d = 0; d < c->pk[r].ndim; d++)
-			if (te_uses_axis(rd->idx[d], v->axis) &&
-			    (c->pk[r].dim[d].kind != PD_SPLIT || c->pk[r].dim[d].axis != v->axis))
+		for (int d = 0; d < c->pk[r].ndim; d++) {
+			const pdim *pd = &c->pk[r].dim[d];
+			if (te_uses_axis(rd->idx[d], v->axis) && pd->kind != PD_CORE &&
+			    (pd->kind != PD_SPLIT || pd->axis != v->axis))
 				return 0;
+		}
 	}
 	return 1;
 }
@@ -982,7 +997,8 @@ static int body_guards_on(const ir_stmt *s, const ir_stmt *l)
 }
 
 /* TVM's auto_unroll_max_step: unroll loops whose whole iteration count
- * (with the loops inside) is at most max. Returns the count of s's nest.
+ * (with the loops inside) is at most max; max 1 keeps the others rolled
+ * (the unroll knob's 1, space.c). Returns the count of s's nest.
  * With unroll_explicit, only the loops a padding guard depends on are
  * expanded in the C (the emitter then drops the reads of padding it can
  * tell apart, e.g. a depthwise kernel's edge taps); the others are left to
@@ -1004,6 +1020,8 @@ static int64_t auto_unroll(ir_stmt *s, int64_t max, int expl)
 		    ir_const(s->extent, &e)) {
 			s->ann = ANN_UNROLL;
 			s->explicit_unroll = expl && body_guards_on(s->body, s);
+		} else if (s->kind == IR_FOR && s->ann == ANN_NONE && max == 1) {
+			s->rolled = 1;
 		}
 		if (n > worst)
 			worst = n;

@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int64_t unroll_vals[] = { 0, 16, 64, 512 };
+/* auto_unroll_max_step (lower.c): 0 leaves every loop to the compiler, N
+ * unrolls each loop nest of at most N iterations by pragma, and 1 (last,
+ * so that the others keep their indices) keeps every other loop rolled
+ * ('#pragma GCC unroll 1'), as a register tile that fills the register
+ * file needs where GCC would unroll a kernel row's taps and spill */
+static const int64_t unroll_vals[] = { 0, 16, 64, 512, 1 };
 static const char *const order_labels[] = { "0", "1", "2" };
 
 static int cmp_i64(const void *a, const void *b)
@@ -23,10 +28,12 @@ static int cmp_i64(const void *a, const void *b)
 #define SP_TILE3_MAX 48
 
 /* Candidate factors of extent e: its divisors and the powers of two below
- * it, and for a spatial extent of at least 64 with no factor 3, 3 * 2^k up
- * to SP_TILE3_MAX (lowering computes such tiles whole and guards their
- * write-back); ascending and unique. Returns the count written to *out
- * (arena). */
+ * it, and for a spatial extent with no factor 3, 3 * 2^k up to
+ * SP_TILE3_MAX: every one for an extent of at least 64, and for a smaller
+ * one (a convolution's 56, 28 or 14 columns) those whose last tile pads the
+ * extent by at most an eighth (lowering computes such tiles whole and
+ * guards their write-back); ascending and unique. Returns the count written
+ * to *out (arena). */
 static int factor_cands(sp_space *s, int64_t e, int spatial, int64_t **outp)
 {
 	int n = 0, cap = 64;
@@ -42,9 +49,10 @@ static int factor_cands(sp_space *s, int64_t e, int spatial, int64_t **outp)
 		}
 	for (int64_t d = 1; d <= e; d *= 2)
 		out[n++] = d;
-	if (spatial && e >= 64 && e % 3)
-		for (int64_t d = 3; d <= SP_TILE3_MAX; d *= 2)
-			out[n++] = d;
+	if (spatial && e % 3)
+		for (int64_t d = 3; d <= SP_TILE3_MAX && d < e; d *= 2)
+			if (e >= 64 || 8 * ((e + d - 1) / d * d - e) <= e)
+				out[n++] = d;
 	qsort(out, (size_t)n, sizeof *out, cmp_i64);
 	int m = 0;
 	for (int i = 0; i < n; i++)

@@ -235,7 +235,8 @@ TEST(test_tightened)
  * write-back is guarded, so the accumulators stay registers. Checked with
  * a partial sum reloaded from the output (order 1), with the padded axis
  * vectorised (lane-by-lane guarded stores) and unpacked (guarded loads).
- * A read packed along another layout keeps the shortened tail loop. */
+ * A convolution's input packed as a window along the tiled axis is made
+ * long enough for the whole last tile; unpacked, its reads are guarded. */
 TEST(test_whole_tiles)
 {
 	const char *t = "dense_relu:m=70,n=44,k=9";
@@ -256,16 +257,52 @@ TEST(test_whole_tiles)
 	for (const char *const *c = (const char *const[]){ rows, partial, lanes, cols, NULL }; *c; c++)
 		check_configs(t, *c, 0, "native");
 	/* the input's columns are packed as a window, not tiled by x: the
-	 * last tile is cut short instead */
+	 * window runs to the whole last tile (8 columns of 7, 10 with the
+	 * halo), and no tile is cut short */
 	const char *conv = "conv2d_nchwc:c=8,h=5,w=7,k=16,cb=4,kb=8,pad=1";
 	const char *xtile = "tile_fo=2x1x1;tile_y=5x1x1;tile_x=2x1x4;tile_fi=1x1x8;tile_rco=2x1;"
 	                    "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
 	                    "unroll_explicit=0;pack_I=1;pack_W=0";
-	CHECK_EQ_INT(count_lines(conv, xtile, 1, "for x_2 in 0..min("), 3);
+	CHECK_EQ_INT(count_lines(conv, xtile, 1, "for x_2 in 0..min("), 0);
+	src = kernel_text(conv, xtile, 0);
+	CHECK(src && strstr(src, "< 10; "));
+	free(src);
 	check_configs(conv, xtile, 0, "native");
 	check_configs(conv, "tile_fo=2x1x1;tile_y=5x1x1;tile_x=2x1x4;tile_fi=1x1x8;tile_rco=2x1;"
 	                    "tile_ry=1x3;tile_rx=1x3;tile_rci=1x4;order=0;vec=fi;unroll=0;"
 	                    "unroll_explicit=0;pack_I=0;pack_W=0", 0, "native");
+}
+
+/* The unroll knob's 1 keeps the loops around a register tile's FMAs
+ * rolled, where GCC would unroll the kernel row's taps and spill the
+ * accumulators of a tile that fills the register file; 0 leaves them to
+ * GCC. A tile of 6 of 56 columns pads the last tile by 4 (allowed: at most
+ * an eighth), one of 24 by 16 (not a candidate). */
+TEST(test_rolled_tiles)
+{
+	const char *t = "conv2d:c=8,h=5,w=7,k=64,pad=1";
+	const char *rolled = "tile_f=1x1x64;tile_y=5x1x1;tile_x=1x1x7;tile_rc=1x8;tile_ry=1x3;"
+	                     "tile_rx=1x3;order=0;vec=f;unroll=1;unroll_explicit=1;pack_I=1;pack_W=1";
+	const char *left = "tile_f=1x1x64;tile_y=5x1x1;tile_x=1x1x7;tile_rc=1x8;tile_ry=1x3;"
+	                   "tile_rx=1x3;order=0;vec=f;unroll=0;unroll_explicit=1;pack_I=1;pack_W=1";
+	CHECK(count_lines(t, rolled, 0, "#pragma GCC unroll 1") >= 3);
+	CHECK_EQ_INT(count_lines(t, left, 0, "#pragma GCC unroll 1"), 0);
+	check_configs(t, rolled, 0, "native");
+
+	ms_task *w;
+	sp_config c;
+	CHECK(!ms_task_open("conv2d:c=8,h=56,w=56,k=16,pad=1", 1, &w));
+	CHECK(!sp_parse(w->space, "tile_f=1x1x16;tile_y=56x1x1;tile_x=10x1x6;tile_rc=1x8;"
+	                          "tile_ry=1x3;tile_rx=1x3;order=0;vec=f;unroll=0;"
+	                          "unroll_explicit=1;pack_I=1;pack_W=1", &c));
+	CHECK(sp_parse(w->space, "tile_f=1x1x16;tile_y=56x1x1;tile_x=3x1x24;tile_rc=1x8;"
+	                         "tile_ry=1x3;tile_rx=1x3;order=0;vec=f;unroll=0;"
+	                         "unroll_explicit=1;pack_I=1;pack_W=1", &c));
+	ms_task_free(w);
+	check_configs("conv2d:c=8,h=56,w=56,k=16,pad=1",
+	              "tile_f=1x1x16;tile_y=56x1x1;tile_x=10x1x6;tile_rc=1x8;tile_ry=1x3;"
+	              "tile_rx=1x3;order=0;vec=f;unroll=0;unroll_explicit=1;pack_I=1;pack_W=1", 0,
+	              "native");
 }
 
 /* Order 2 puts the outer blocks of the axes the weight depends on
@@ -440,5 +477,6 @@ TEST(test_teardown)
 }
 
 UNIT_MAIN(test_setup, test_dense, test_dense_relu, test_batch_matmul, test_conv1d, test_conv2d,
-          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles, test_panels, test_unroll_budget, test_winograd,
-          test_other_targets, test_teardown)
+          test_conv2d_transpose, test_depthwise, test_blocked, test_tightened, test_whole_tiles,
+          test_rolled_tiles, test_panels, test_unroll_budget, test_winograd, test_other_targets,
+          test_teardown)
