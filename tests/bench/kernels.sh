@@ -68,6 +68,16 @@
 #                  on the machine (default: tunekit's own lock, see
 #                  tunekit-lock(1); none: no lock)
 #   CC             compiler of peak and the driver (default cc)
+#   BENCH_NETWORKS models of data/models whose convolutions are timed end to
+#                  end (default "resnet-18 mobilenet-v2"; empty: none): every
+#                  convolution of the model in NCHW and in the blocked variant
+#                  tune --layout blocked tunes (tunekit import onnx --layout),
+#                  the blocked variant's reorders (layout_transform, tuned
+#                  at most 64 trials, timed by tunekit alone) joining the
+#                  workloads; after the table, each network's sum of weight x
+#                  median time per layout against oneDNN's per layer
+#                  (tests/bench/kernels/network.awk), and ResNet-18's faster
+#                  layout against oneDNN's sum from NCHW to NCHW
 #   BENCH_NOISE    tasks whose noise floor is measured at the first thread count
 #                  by tests/bench/noise.sh (default: GEMM 1024^3 and ResNet-18's
 #                  3x3 64@56; empty: none)
@@ -104,6 +114,23 @@ $(awk -F'\t' '$2 ~ /^depthwise_conv2d_nchwc:/ { print $2 }' "$NETS/mobilenet-v2-
 fi
 
 say() { echo "kernels.sh: $*" >&2; }
+
+# The networks of the end-to-end rows: each model's tasks in NCHW and in
+# the blocked variant tune --layout blocked tunes (tunekit import onnx
+# --layout), their convolutions and reorders added to the workloads.
+NETWORKS=${BENCH_NETWORKS-resnet-18 mobilenet-v2}
+MODELS=$HERE/../../data/models
+for N in $NETWORKS; do
+	for L in nchw blocked; do
+		"$TK" import onnx --layout "$L" "$MODELS/$N.onnx" >"$DIR/net-$N-$L.tsv" ||
+			{ say "$N: no ONNX model in data/models"; exit 1; }
+	done
+	WORKLOADS="$WORKLOADS
+$(awk -F'\t' '$2 ~ /^(conv2d|conv2d_nchwc|depthwise_conv2d|depthwise_conv2d_nchwc|layout_transform):/ { print $2 }' \
+	"$DIR/net-$N-nchw.tsv" "$DIR/net-$N-blocked.tsv")"
+done
+# each workload once, in the order first given
+WORKLOADS=$(for W in $WORKLOADS; do echo "$W"; done | awk '!seen[$0]++')
 
 # Run a program that times kernels and is not tunekit under the measurement
 # lock tunekit measure and tune take (tunekit itself takes it).
@@ -214,7 +241,7 @@ ONEDNN_ENV=$(env | sed -n 's/^\(ONEDNN_MAX_CPU_ISA\|DNNL_MAX_CPU_ISA\)=/&/p' | t
 
 # ---- tune, export, build, time --------------------------------------------
 RES=$DIR/results.tsv
-printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\ttrials\tbaseline\n' >"$RES"
+printf 'task\tthreads\tstatus\ttk_gflops\tlib_gflops\tlib_reorder_gflops\tpeak_gflops\ttune_s\tlibrary\ttk_reorder_gflops\ttrials\tbaseline\tflops\n' >"$RES"
 
 # The best exported kernel of task $1 for target $2 into $3: prints
 # "TASKKEY<tab>HW<tab>NAME", or nothing when the store has no valid record.
@@ -266,7 +293,7 @@ tune_one() {
 # A results row for a workload without timings: task $1, threads $2, status
 # $3, tuning seconds $4, trials $5 (peak from the loop).
 fail_row() {
-	printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\t-\n' "$1" "$2" "$3" "$peak" "$4" "$5" >>"$RES"
+	printf '%s\t%s\t%s\t-\t-\t-\t%s\t%s\t-\t-\t%s\t-\t-\n' "$1" "$2" "$3" "$peak" "$4" "$5" >>"$RES"
 }
 
 first_t=${THREADS%% *} first_hw=
@@ -275,6 +302,34 @@ for T in $THREADS; do
 	# the best of the peak's rounds: a kernel cannot beat it
 	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $5 }' "$DIR/peak.tsv")
 	for W in $WORKLOADS; do
+		case $W in layout_transform:*)
+			# a reorder has no library side: tuned (at most 64 trials),
+			# and its best median from the store, as the network
+			# estimate takes it
+			ro_trials=$((TRIALS < 64 ? TRIALS : 64))
+			rm -rf "$DIR/export.tmp"
+			best=$(export_best "$W" "$target" "$DIR/export.tmp")
+			n=0
+			[ -n "$best" ] && n=$(records "$(echo "$best" | cut -f1)" "$(echo "$best" | cut -f2)")
+			n=${n:-0}
+			if [ "$n" -lt "$ro_trials" ]; then
+				say "$W, $T thread(s): tuning $((ro_trials - n)) trials ($n in the store)"
+				tune_one "$W" "$target" $((ro_trials - n)) $((n + 1)) "" ||
+					say "$W, $T thread(s): tune failed: $(cat "$DIR/tune.err")"
+				rm -rf "$DIR/export.tmp"
+				best=$(export_best "$W" "$target" "$DIR/export.tmp")
+			fi
+			rm -rf "$DIR/export.tmp"
+			if [ -z "$best" ]; then
+				fail_row "$W" "$T" "no kernel" - "$n"
+				continue
+			fi
+			key=$(echo "$best" | cut -f1) hw=$(echo "$best" | cut -f2)
+			"$TK" report -q --db "$DB" --hardware "$hw" best --format tsv 2>/dev/null |
+				awk -F'\t' -v k="$key" -v t="$T" -v p="$peak" -v n="$(records "$key" "$hw")" '
+					$2 == k { printf "%s\t%s\tro\t-\t-\t-\t%s\t-\t-\t-\t%s\t-\t%s\n", k, t, p, n, $5 }' >>"$RES"
+			continue ;;
+		esac
 		tmp=$DIR/export.tmp
 		rm -rf "$tmp"
 		best=$(export_best "$W" "$target" "$tmp")
@@ -352,7 +407,7 @@ for T in $THREADS; do
 				'NR == 2 { print $1 "\t" $2 "\tok\t" $7 "\t" $8 "\t" \
 				           ($6 == "-" ? "-" : sprintf("%.2f", $3 / $6 * 1e-9)) "\t" \
 				           ($12 > 0 ? $12 : p) "\t" s "\t" $10 "\t" \
-				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n "\t" note }' >>"$RES"
+				           ($11 == "-" ? "-" : sprintf("%.2f", $3 / $11 * 1e-9)) "\t" n "\t" note "\t" $3 }' >>"$RES"
 		else
 			sed -n 's/^# check: //p' "$kdir/driver.out" >&2
 			fail_row "$key" "$T" "$([ $st -eq 1 ] && echo wrong || echo 'driver failed')" \
@@ -391,7 +446,7 @@ NR == 1 { next }
 	row++
 	task[row] = $1; thr[row] = $2; st[row] = $3; tk[row] = $4; lib[row] = $5
 	ro[row] = $6; pk[row] = $7; ts[row] = $8; libname[row] = $9; tro[row] = $10; ntr[row] = $11
-	base[row] = $12
+	base[row] = $12; flops[row] = $13
 	g = group($1)
 	if ($3 == "ok") {
 		key = g SUBSEP $2
@@ -449,6 +504,10 @@ END {
 			       ro[i] == "-" ? "-" : sprintf("%.1f", ro[i]), pk[i],
 			       tk[i] / lib[i], tk[i] / pk[i], lib[i] / pk[i], ntr[i], ts[i], libname[i],
 			       base[i] == "-" || base[i] == "" ? "" : " [" base[i] "]"
+		else if (st[i] == "ro")
+			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %8s %6s %7s  %s\n", task[i], thr[i],
+			       "-", "-", "-", "-", pk[i], "-", "-", "-", ntr[i], ts[i],
+			       sprintf("tunekit reorder, %.3f ms (no library side)", flops[i] * 1e3)
 		else
 			printf "%-72s %3s %8s %8s %8s %8s %7.1f %7s %7s %8s %6s %7s  %s\n", task[i], thr[i],
 			       "-", "-", "-", "-", pk[i], "-", "-", "-", ntr[i], ts[i], toupper(st[i])
@@ -496,6 +555,34 @@ function target(what, th, got, need, note,   verdict) {
 	printf "%-44s %3s %8.3f %7.2f  %s%s\n", what, th, got, need, verdict, note
 }
 ' "$RES" | tee "$DIR/table.txt"
+
+# ---- networks end to end ------------------------------------------------------
+# Each network's convolutions (and a blocked variant's reorders), the sum of
+# weight x median time, in each layout, against oneDNN per layer from NCHW
+# to NCHW with its reorders (lib+ro) and its kernels alone (lib)
+# (tests/bench/kernels/network.awk); the target compares the faster layout,
+# the one tune --layout auto would choose.
+if [ -n "$NETWORKS" ]; then
+	{
+		printf '\n%-16s %-8s %3s %7s %10s %8s %10s %7s %10s %7s\n' "network" "layout" "thr" \
+			"layers" "tunekit ms" "reorders" "lib+ro ms" "ratio" "lib ms" "ratio"
+		for T in $THREADS; do
+			for N in $NETWORKS; do
+				for L in nchw blocked; do
+					awk -F'\t' -v net="$N" -v layout="$L" -v thr="$T" \
+						-f "$HERE/kernels/network.awk" "$DIR/net-$N-$L.tsv" "$RES"
+				done
+			done
+		done
+		echo "(convolutions and reorders only; ratio: oneDNN's sum over tunekit's, above 1 tunekit is faster)"
+	} | tee "$DIR/networks.txt" | tee -a "$DIR/table.txt"
+	awk '$1 == "resnet-18" && $5 != "-" {
+		k = $3; if (!(k in best) || $5 < best[k]) { best[k] = $5; r[k] = $8; lay[k] = $2 } }
+	     END { for (k in best) printf "%-44s %3s %8.3f %7.2f  %s [%s]\n",
+	           "ResNet-18 end to end vs oneDNN per layer", k, r[k], 1.0,
+	           (r[k] >= 1 ? "pass" : sprintf("FAIL, short by %.3f", 1 - r[k])), lay[k] }' \
+		"$DIR/networks.txt" | tee -a "$DIR/table.txt"
+fi
 
 # ---- where the tuning time went ---------------------------------------------
 # tune logs its split per run (see tunekit-report(1), report runs); summed
