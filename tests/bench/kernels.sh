@@ -52,7 +52,7 @@
 #                  BERT-base shapes at sequence length 128, the distinct
 #                  convolutions of ResNet-18 and depthwise ones of MobileNet-V2,
 #                  these in blocked layouts, from data/networks/resnet-18-nchwc.tsv
-#                  and mobilenet-v2-nchwc.tsv)
+#                  and mobilenet-v2-nchwc.tsv); none: only BENCH_NETWORKS'
 #   BENCH_DB       the record store (default WORKDIR/kernels.db)
 #   BENCH_ROUNDS   interleaved rounds of the driver (default 7)
 #   BENCH_SWEEPS   interleaved sweeps over the library candidates (default 3)
@@ -104,7 +104,9 @@ CC=${CC:-cc}
 NOISE=${BENCH_NOISE-dense:m=1024,n=1024,k=1024 conv2d_nchwc:c=64,h=56,k=64,n=1,pad=1,r=3,s=3,stride=1,w=56,cb=16,kb=16}
 mkdir -p "$DIR"
 
-if [ -z "$WORKLOADS" ]; then
+if [ "$WORKLOADS" = none ]; then
+	WORKLOADS=
+elif [ -z "$WORKLOADS" ]; then
 	WORKLOADS="dense:m=256,n=256,k=256 dense:m=512,n=512,k=512
 dense:m=1024,n=1024,k=1024 dense:m=2048,n=2048,k=2048
 dense:m=128,n=768,k=768 dense:m=128,n=3072,k=768 dense:m=128,n=768,k=3072
