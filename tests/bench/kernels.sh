@@ -292,6 +292,27 @@ tune_one() {
 	"$TK" tune "$@" >/dev/null 2>"$DIR/tune.err"
 }
 
+# Tune workload $1 for target $2 to $3 configurations measured (seed: the
+# count so far plus one; $4: tune_one's hardware to learn from): sets best
+# (export_best's line for it, empty without a valid record; the kernel in
+# $DIR/export.tmp) and n (the configurations measured before).
+top_up() {
+	rm -rf "$DIR/export.tmp"
+	best=$(export_best "$1" "$2" "$DIR/export.tmp")
+	n=0
+	[ -n "$best" ] && n=$(records "$(echo "$best" | cut -f1)" "$(echo "$best" | cut -f2)")
+	n=${n:-0}
+	if [ "$n" -lt "$3" ]; then
+		say "$1, $T thread(s): tuning $(($3 - n)) trials ($n in the store)"
+		tune_one "$1" "$2" $(($3 - n)) $((n + 1)) "$4" ||
+			say "$1, $T thread(s): tune failed: $(cat "$DIR/tune.err")"
+		rm -rf "$DIR/export.tmp"
+		best=$(export_best "$1" "$2" "$DIR/export.tmp")
+	else
+		say "$1, $T thread(s): $n configurations in the store, not tuned again"
+	fi
+}
+
 # A results row for a workload without timings: task $1, threads $2, status
 # $3, tuning seconds $4, trials $5 (peak from the loop).
 fail_row() {
@@ -304,24 +325,13 @@ for T in $THREADS; do
 	# the best of the peak's rounds: a kernel cannot beat it
 	peak=$(awk -F'\t' -v t="$T" '$1 == t { print $5 }' "$DIR/peak.tsv")
 	for W in $WORKLOADS; do
+		tmp=$DIR/export.tmp
 		case $W in layout_transform:*)
 			# a reorder has no library side: tuned (at most 64 trials),
 			# and its best median from the store, as the network
 			# estimate takes it
-			ro_trials=$((TRIALS < 64 ? TRIALS : 64))
-			rm -rf "$DIR/export.tmp"
-			best=$(export_best "$W" "$target" "$DIR/export.tmp")
-			n=0
-			[ -n "$best" ] && n=$(records "$(echo "$best" | cut -f1)" "$(echo "$best" | cut -f2)")
-			n=${n:-0}
-			if [ "$n" -lt "$ro_trials" ]; then
-				say "$W, $T thread(s): tuning $((ro_trials - n)) trials ($n in the store)"
-				tune_one "$W" "$target" $((ro_trials - n)) $((n + 1)) "" ||
-					say "$W, $T thread(s): tune failed: $(cat "$DIR/tune.err")"
-				rm -rf "$DIR/export.tmp"
-				best=$(export_best "$W" "$target" "$DIR/export.tmp")
-			fi
-			rm -rf "$DIR/export.tmp"
+			top_up "$W" "$target" $((TRIALS < 64 ? TRIALS : 64)) ""
+			rm -rf "$tmp"
 			if [ -z "$best" ]; then
 				fail_row "$W" "$T" "no kernel" - "$n"
 				continue
@@ -332,21 +342,7 @@ for T in $THREADS; do
 					$2 == k { printf "%s\t%s\tro\t-\t-\t-\t%s\t-\t-\t-\t%s\t-\t%s\n", k, t, p, n, $5 }' >>"$RES"
 			continue ;;
 		esac
-		tmp=$DIR/export.tmp
-		rm -rf "$tmp"
-		best=$(export_best "$W" "$target" "$tmp")
-		n=0
-		[ -n "$best" ] && n=$(records "$(echo "$best" | cut -f1)" "$(echo "$best" | cut -f2)")
-		n=${n:-0}
-		if [ "$n" -lt "$TRIALS" ]; then
-			say "$W, $T thread(s): tuning $((TRIALS - n)) trials ($n in the store)"
-			tune_one "$W" "$target" $((TRIALS - n)) $((n + 1)) "$first_hw" ||
-				say "$W, $T thread(s): tune failed: $(cat "$DIR/tune.err")"
-			rm -rf "$tmp"
-			best=$(export_best "$W" "$target" "$tmp")
-		else
-			say "$W, $T thread(s): $n configurations in the store, not tuned again"
-		fi
+		top_up "$W" "$target" "$TRIALS" "$first_hw"
 		if [ -z "$best" ]; then
 			fail_row "$W" "$T" "no kernel" - "$n"
 			continue
