@@ -500,11 +500,11 @@ TEST(test_autotvm_roundtrip)
 		"{\"input\": [\"llvm -keys=cpu -model=tunekit:Test%20CPU%20%40%202.5GHz%7Cavx2%7Cgcc"
 		"%2012.2.0%7C-O2%7Cthreads%3D1\", \"tunekit.conv2d\", [[\"c\", 4], [\"h\", 10],"
 		" [\"k\", 8], [\"n\", 1], [\"pad\", 1], [\"r\", 3], [\"s\", 3], [\"stride\", 1],"
-		" [\"w\", 10]], {}], \"config\": {\"index\": 6404053, \"code_hash\": null,"
-		" \"entity\": [[\"tile_f\", \"sp\", [-1, 1, 8]], [\"tile_y\", \"sp\", [-1, 1, 10]],"
+		" [\"w\", 10]], {}], \"config\": {\"index\": 11578417, \"code_hash\": null,"
+		" \"entity\": [[\"tile_f\", \"sp\", [-1, 4, 1]], [\"tile_y\", \"sp\", [-1, 1, 10]],"
 		" [\"tile_x\", \"sp\", [-1, 2, 5]], [\"tile_rc\", \"sp\", [-1, 4]], [\"tile_ry\","
 		" \"sp\", [-1, 3]], [\"tile_rx\", \"sp\", [-1, 2]], [\"order\", \"ot\", \"2\"],"
-		" [\"vec\", \"ot\", \"x\"], [\"unroll\", \"ot\", 64], [\"unroll_explicit\", \"ot\", 0],"
+		" [\"vec\", \"ot\", \"x\"], [\"unroll\", \"ot\", 512], [\"unroll_explicit\", \"ot\", 0],"
 		" [\"pack_I\", \"ot\", 1], [\"pack_W\", \"ot\", 0]]}, \"result\": [[";
 	char line[4096] = "";
 	f = fopen(log, "r");
