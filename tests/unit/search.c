@@ -304,16 +304,21 @@ static int has_cand(const char *task, const char *knob, const char *text)
 	return found;
 }
 
-/* Spatial extents of at least 64 without a factor 3 also offer tiles of
- * 3 * 2^k (6 rows of 1024), which divisors and powers of two lack; small
- * extents (a 56-wide image, whose 7 divides) and reductions do not. */
+/* Spatial extents without a factor 3 also offer tiles of 3 * 2^k (6 rows
+ * of 1024), which divisors and powers of two lack: every one from an
+ * extent of 64, below it those whose last tile pads the extent by at most
+ * an eighth (56: 3, 6, 12, not 24; 14: 3, not 6); reductions do not. */
 TEST(test_tiles_of_three)
 {
 	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_i", "11x16x6"), 1);
 	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_j", "11x4x24"), 1);
 	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_j", "6x1x192"), 0);
 	CHECK_EQ_INT(has_cand("dense:m=1024,n=1024,k=1024", "tile_r", "342x3"), 0);
-	CHECK_EQ_INT(has_cand("dense:m=56,n=1024,k=1024", "tile_i", "10x1x6"), 0);
+	CHECK_EQ_INT(has_cand("dense:m=56,n=1024,k=1024", "tile_i", "10x1x6"), 1);
+	CHECK_EQ_INT(has_cand("dense:m=56,n=1024,k=1024", "tile_i", "5x1x12"), 1);
+	CHECK_EQ_INT(has_cand("dense:m=56,n=1024,k=1024", "tile_i", "3x1x24"), 0);
+	CHECK_EQ_INT(has_cand("dense:m=14,n=1024,k=1024", "tile_i", "5x1x3"), 1);
+	CHECK_EQ_INT(has_cand("dense:m=14,n=1024,k=1024", "tile_i", "3x1x6"), 0);
 	CHECK_EQ_INT(has_cand("dense:m=768,n=1024,k=1024", "tile_i", "128x1x6"), 1);
 }
 
