@@ -224,8 +224,8 @@ test_expect_success 'a second SIGTERM exits 130 too' '
 
 test_expect_success '--sample beyond the space: says so and measures the whole space' '
 	tunekit measure --task dense:m=2,n=2,k=2 --sample 100000 --emit-sched >all 2>err &&
-	grep -q "is not less than the 3456 configurations of the space: measuring all of them" err &&
-	test "$(grep -c "^# tile" all)" -eq 3456 &&
+	grep -q "is not less than the 4320 configurations of the space: measuring all of them" err &&
+	test "$(grep -c "^# tile" all)" -eq 4320 &&
 	test_expect_code 2 tunekit measure --task dense:m=2,n=2,k=2 --sample 10000001 2>err &&
 	grep -q "at most 10000000" err
 '

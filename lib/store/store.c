@@ -563,8 +563,19 @@ int store_open_uri(const char *path, int flags, int bUri, tk_store **out)
 	 * file, waits in store_setup() until the file is known to be ours. */
 	rc = store_exec_sql(s, "PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;"
 	                   " PRAGMA synchronous = NORMAL");
-	if (!rc)
+	/* SQLite answers some lock waits at once, without the busy handler:
+	 * the switch to WAL while another process creates the same new store,
+	 * a read while one recovers its WAL index. Setting up is read-only
+	 * until it holds its own write lock, so it is tried again, for as
+	 * long as the busy timeout would have waited. */
+	for (int tries = 0; !rc; tries++) {
 		rc = store_setup(s, flags);
+		if (!rc || tries == 200 || (sqlite3_errcode(s->db) & 0xff) != SQLITE_BUSY)
+			break;
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		usleep(50000);
+		rc = 0;
+	}
 	if (rc && (flags & STORE_READONLY) && readonly_wal(s)) {
 		/* A WAL store whose directory we cannot write (no -shm to share):
 		 * with nothing in a -wal file, the database file is the whole
