@@ -73,7 +73,7 @@ mk() {
 }
 
 test_expect_success 'examples/tune.mk: make -j2 tunes every task into one store' '
-	mk -j2 TRIALS=5 >out 2>&1 &&
+	{ mk -j2 TRIALS=5 >out 2>&1 || { cat out; false; }; } &&
 	for t in dense:k=16,m=16,n=16 dense:k=8,m=8,n=8 dense:k=4,m=4,n=4; do
 		test "$(configs mk.db $t)" = 5 || return 1
 	done &&
