@@ -197,6 +197,9 @@ int out_format(const tk_ctx *ctx, const char *s);
  * the smaller estimate chosen from the records. */
 enum { LAYOUT_NCHW, LAYOUT_BLOCKED, LAYOUT_AUTO };
 
+/* The LAYOUT_* a --layout value names (NULL: nchw), -1 if none. */
+int layout_parse(const char *s);
+
 struct tk_network;
 /* The variants of network `name` that --layout `layout` (NULL: nchw)
  * names into nets[0] (and nets[1], the blocked one, for auto), *nnet of

@@ -393,17 +393,21 @@ void sig_restore(const sig_saved *s)
 	sigaction(SIGTERM, &s->old_term, NULL);
 }
 
+int layout_parse(const char *s)
+{
+	static const char *const names[] = { "nchw", "blocked", "auto" };
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s ? s : "nchw", names[i]))
+			return i;
+	return -1;
+}
+
 int net_load_layout(tk_ctx *ctx, const char *name, const char *layout, int *which,
                     tk_network **nets, int *nnet)
 {
-	static const char *const names[] = { "nchw", "blocked", "auto" };
 	int rc;
-	*which = -1;
 	*nnet = 0;
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(layout ? layout : "nchw", names[i]))
-			*which = i;
-	if (*which < 0)
+	if ((*which = layout_parse(layout)) < 0)
 		return tk_fail(ctx, TK_EINVAL, "--layout '%s': expected nchw, blocked or auto", layout);
 	if (*which != LAYOUT_BLOCKED && (rc = onnx_net_load(name, &nets[(*nnet)++])))
 		goto fail;

@@ -95,9 +95,8 @@ static int import_onnx(tk_ctx *ctx, int argc, char **argv)
 		return tk_fail(ctx, TK_EINVAL, "onnx: expected one MODEL.onnx");
 	if (o.hardware)
 		return tk_fail(ctx, TK_EINVAL, "--hardware applies to kernel-tuner files only");
-	int layout = !o.layout || !strcmp(o.layout, "nchw") ? ONNX_LAYOUT_NCHW
-	           : !strcmp(o.layout, "blocked")          ? ONNX_LAYOUT_BLOCKED : -1;
-	if (layout < 0)
+	int layout = layout_parse(o.layout);
+	if (layout != LAYOUT_NCHW && layout != LAYOUT_BLOCKED)
 		return tk_fail(ctx, TK_EINVAL, "--layout '%s': expected nchw or blocked", o.layout);
 	if (!(in = calloc((size_t)o.input.n + 1, sizeof *in)))
 		return tk_fail(ctx, TK_ENOMEM, "out of memory");
@@ -106,7 +105,8 @@ static int import_onnx(tk_ctx *ctx, int argc, char **argv)
 			free(in);
 			return tk_fail(ctx, rc, NULL);
 		}
-	rc = onnx_import_layout(argv[1], in, o.input.n, layout, &tsv);
+	rc = onnx_import_layout(argv[1], in, o.input.n,
+	                        layout == LAYOUT_BLOCKED ? ONNX_LAYOUT_BLOCKED : ONNX_LAYOUT_NCHW, &tsv);
 	free(in);
 	if (rc)
 		return tk_fail(ctx, rc, NULL);

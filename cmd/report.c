@@ -448,7 +448,7 @@ static int load_network(tk_ctx *ctx, tk_network **out)
 	tk_network *nets[2];
 	int layout, nnet, status;
 	*out = NULL;
-	if (o.layout && !strcmp(o.layout, "auto"))
+	if (layout_parse(o.layout) == LAYOUT_AUTO)
 		return tk_fail(ctx, TK_EINVAL, "--layout auto chooses in report best; curve and "
 		               "compare take nchw or blocked");
 	if ((status = net_load_layout(ctx, o.network, o.layout, &layout, nets, &nnet)))

@@ -311,10 +311,15 @@ int rp_aggregate(const rp_run *r, int n, const char *const *aTask, const double 
 		double w = aWeight ? aWeight[j] : 1;
 		aSlot[j] = rp_run_find(r, aTask[j]);
 		aBest[j] = -1;
-		double f;
-		int declared = task_flops(aTask[j], &f);
-		if (aSlot[j] >= 0)
-			f = r->curve[aSlot[j]].flops;
+		/* the run's figure; the operator's declaration only where the
+		 * run has none (a reorder declares 0 and is no unknown) */
+		double f = aSlot[j] >= 0 ? r->curve[aSlot[j]].flops : 0, fdecl;
+		int declared = 1;
+		if (f <= 0) {
+			declared = task_flops(aTask[j], &fdecl);
+			if (aSlot[j] < 0)
+				f = fdecl;
+		}
 		if (f > 0)
 			flops += w * f;
 		else if (!declared)
